@@ -229,19 +229,25 @@ def test_state_round_trip_resumes_bit_for_bit(small_bars, name):
 
 
 def test_split_merge_recovers_small_bars(small_bars):
-    """Acceptance in miniature (the full experiment is scripts/bench/online_hdp.py bars)."""
+    """Acceptance in miniature (the full experiment is scripts/bench/online_hdp.py bars): from
+    K = 2, every one of three seeds finds all 10 bars and grows by accepted splits; the number
+    of topics ends within one of 10 on at least two of them (a run may keep a few small topics
+    of the crossing cells beside the ten bars)."""
     train, test, truth = small_bars
-    model = make(oh.OnlineHdpSplitMerge, train, seed=1, K=2, minibatch=50)
-    grew = False
-    for _ in range(100):
-        r = model.step()
-        grew |= r["splits_accepted"] > 0
-    snap = model.snapshot()
-    h = hellinger(snap.phi, truth["phi"])
-    assert grew
-    assert abs(snap.K - 10) <= 1, snap.K
-    assert (h.min(axis=1) < 0.2).sum() >= 9, np.round(h.min(axis=1), 3)
-    model.check_invariants()
+    close = 0
+    for seed in (1, 2, 3):
+        model = make(oh.OnlineHdpSplitMerge, train, seed=seed, K=2, minibatch=50)
+        grew = False
+        for _ in range(100):
+            r = model.step()
+            grew |= r["splits_accepted"] > 0
+        snap = model.snapshot()
+        h = hellinger(snap.phi, truth["phi"])
+        assert grew
+        assert (h.min(axis=0) < 0.2).sum() == 10, np.round(h.min(axis=0), 3)
+        close += abs(snap.K - 10) <= 1
+        model.check_invariants()
+    assert close >= 2
 
 
 def test_options_are_checked(small_bars):
@@ -279,4 +285,7 @@ def test_training_loop_run_and_exact_resume(small_bars, tmp_path, monkeypatch):
     assert [row["documents_seen"] for row in rows] == [50 * i for i in range(1, 9)]
     assert all("topics" in row and "elbo" in row and "splits_accepted" in row for row in rows)
     assert "test_perplexity" in rows[2]
+    # tokens/s counts the minibatch's tokens (50 documents of 100), not the corpus's
+    assert all(row["tokens"] == 5000 for row in rows)
+    assert all(abs(row["tokens_per_s"] * row["seconds"] - 5000) < 50 for row in rows)
     json.dumps(rows)

@@ -160,8 +160,11 @@ def _loop(run, info, spec, model, corpus, test, done, target, echo):
             dt = time.perf_counter() - t0
             it += 1
             seconds_total += dt
+            # a step is a pass over the corpus unless the model says how many tokens it visited
+            # (an online minibatch step reports "tokens")
+            tokens = metrics.get("tokens", corpus.N)
             row = {"iteration": it, "seconds": round(dt, 6), "elapsed": round(seconds_total, 3),
-                   "tokens_per_s": round(corpus.N / dt, 1) if dt > 0 else None}
+                   "tokens_per_s": round(tokens / dt, 1) if dt > 0 else None}
             row.update(metrics)
             if spec.debug_checks:
                 model.check_invariants()

@@ -181,15 +181,15 @@ def print_table(results):
 
 
 def bars_one(spec):
-    """(model, K0, seed, steps, minibatch) -> result dict."""
-    model_name, K0, seed, steps, minibatch = spec
+    """(model, K0, seed, steps, minibatch, options) -> result dict."""
+    model_name, K0, seed, steps, minibatch, options = spec
     from topictool.evaluate.perplexity import document_completion
     from topictool.models import online_hdp
     from topictool.synth import bars
 
     train, test, truth = bars(documents=2000, seed=seed)
     cls = getattr(online_hdp, MODELS[model_name])
-    model = cls(train, cls.resolve_options({"K": K0, "minibatch": minibatch}), seed)
+    model = cls(train, cls.resolve_options(dict(options, K=K0, minibatch=minibatch)), seed)
     t0 = time.perf_counter()
     history = []
     for it in range(1, steps + 1):
@@ -222,9 +222,10 @@ def seeds_of(text):
 def bars_experiment(args):
     os.environ.update(ONE_CORE)
     starts = [int(k) for k in args.starts.split(",") if k.strip()]
-    specs = [("hdp-online-sm", k, s, args.steps, args.minibatch) for k in starts for s in seeds_of(args.seeds)]
+    sm_options = parse_set(args.set)
+    specs = [("hdp-online-sm", k, s, args.steps, args.minibatch, sm_options) for k in starts for s in seeds_of(args.seeds)]
     if args.K_online > 0:
-        specs += [("hdp-online", args.K_online, s, args.steps, args.minibatch) for s in seeds_of(args.seeds)]
+        specs += [("hdp-online", args.K_online, s, args.steps, args.minibatch, {}) for s in seeds_of(args.seeds)]
     results = []
     if args.workers > 1:
         from multiprocessing import get_context
@@ -292,6 +293,7 @@ def main(argv=None):
     b.add_argument("--steps", type=int, default=800)
     b.add_argument("--minibatch", type=int, default=100)
     b.add_argument("--K-online", type=int, default=50, help="truncation of the hdp-online runs (0: none)")
+    b.add_argument("--set", action="append", help="KEY=VALUE option of hdp-online-sm (repeatable)")
     b.add_argument("--workers", type=int, default=1)
     b.add_argument("--json")
     args = ap.parse_args(argv)

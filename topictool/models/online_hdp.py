@@ -42,7 +42,7 @@ iteration (local step on every document, then lambda, beta*, hyperparameters) fo
 hdp-batch. Topics are kept in decreasing order of beta* (for reading; the bound does not
 depend on the order).
 
-Metrics of step(): documents_seen, topics, elbo (online: the minibatch bound
+Metrics of step(): documents_seen, tokens (visited by this step), topics, elbo (online: the minibatch bound
 L_S = log p(beta*) + sum_k T_k + D/|S| sum_{j in S} l_j of the model as it met the
 minibatch, after its local step; batch: the full bound after the iteration),
 elbo_per_token, rho, alpha, gamma, eta, beta_remainder, documents_per_s, and for
@@ -598,6 +598,7 @@ class OnlineHdp(_VariationalHdp):
         dt = time.perf_counter() - started
         out = {
             "documents_seen": self.documents_seen,
+            "tokens": int(tokens),
             "topics": self.K,
             "elbo": float(elbo),
             "elbo_per_token": float(elbo / (scale * tokens)) if tokens else None,
@@ -725,6 +726,7 @@ class BatchHdp(_VariationalHdp):
         dt = time.perf_counter() - started
         return {
             "documents_seen": self.documents_seen,
+            "tokens": int(self.N),
             "topics": self.K,
             "elbo": self.last_elbo,
             "elbo_per_token": self.last_elbo / self.N,
