@@ -36,7 +36,7 @@ of the correlation; varphi, theta, beta* and the pseudo-counts lambda - eta (eac
 their parts) are summed; accepted if the bound rises.
 
 (M2) Topics that fell out of use: one holding less than ``unused_share`` of the
-minibatch's tokens is proposed for merging into the most used topic (accepted if the
+minibatch's tokens is proposed for merging into its nearest topic (accepted if the
 bound rises); one with less than a token of pseudo-counts and of minibatch mass is
 dropped and its beta* joins the remainder (``MoveState.prune_empty``).
 
@@ -468,7 +468,7 @@ def run_moves(state, rng_uniform, max_splits, split_tries, merge_tries, merge_th
     replacement with probability proportional to their minibatch token counts, using
     ``rng_uniform()`` (a draw in [0, 1) from the model's stream); merge candidates come from
     ``merge_candidates``, recomputed after every accepted merge; before them, every topic in
-    ``unused_topics(unused_share)`` is proposed for merging into the most used topic. A topic
+    ``unused_topics(unused_share)`` is proposed once for merging into its nearest topic. A topic
     takes part in at most one accepted split or correlated merge per minibatch. Returns a dict of counts; ``log`` (a list) receives
     (kind, topics, delta) of every proposal."""
     counts = dict(splits_tried=0, splits_accepted=0, merges_tried=0, merges_accepted=0, unused_tried=0,
