@@ -406,51 +406,32 @@ class MoveState:
             return self._apply_split(p)
         return self._apply_merge(p)
 
-    def _apply_split(self, p):
-        (k,) = p.topics
-        A = p.arrays
-        K = self.K
+    # the state's arrays that have a topic axis, with that axis
+    _TOPIC_AXES = (("hist", 0), ("mbstats", 1), ("bhist", 0), ("bmb", 0), ("phi", 1), ("theta", 1),
+                   ("elog", 1), ("col", 0), ("T", 0))
 
-        def put(arr, values, axis):
-            """arr with column/row k replaced by values[0] and values[1] appended after the K topics."""
-            arr = np.array(arr, copy=True)
+    def _rewrite(self, new, at, pick, reshape):
+        """For every array with a topic axis: a copy with topic ``at`` set to pick(new[name]),
+        then reshape(copy, new[name], axis) (the topic appended by a split, removed by a merge)."""
+        for name, axis in self._TOPIC_AXES:
+            arr = np.array(getattr(self, name), copy=True)
             idx = [slice(None)] * arr.ndim
-            idx[axis] = k
-            arr[tuple(idx)] = values[0]
-            return np.insert(arr, K, values[1], axis=axis)
+            idx[axis] = at
+            arr[tuple(idx)] = pick(new[name])
+            setattr(self, name, reshape(arr, new[name], axis))
 
-        self.hist = put(self.hist, A["hist"], 0)
-        self.mbstats = put(self.mbstats, A["mbstats"], 1)
-        self.bhist = put(self.bhist, A["bhist"], 0)
-        self.bmb = put(self.bmb, A["bmb"], 0)
-        self.phi = put(self.phi, A["phi"], 1)
-        self.theta = put(self.theta, A["theta"], 1)
-        self.elog = put(self.elog, A["elog"], 1)
-        self.col = put(self.col, A["col"], 0)
-        self.T = put(self.T, A["T"], 0)
+    def _apply_split(self, p):
+        """k' replaces topic k, k'' is appended after the K topics."""
+        (k,) = p.topics
+        K = self.K
+        self._rewrite(p.arrays, k, lambda v: v[0], lambda arr, v, axis: np.insert(arr, K, v[1], axis=axis))
         self.ids = self.ids + [max(self.ids) + 1]
         return (self.ids[k], self.ids[K])
 
     def _apply_merge(self, p):
+        """The merged topic replaces a, b is removed."""
         a, b = p.topics
-        A = p.arrays
-
-        def put(arr, value, axis):
-            arr = np.array(arr, copy=True)
-            idx = [slice(None)] * arr.ndim
-            idx[axis] = a
-            arr[tuple(idx)] = value
-            return np.delete(arr, b, axis=axis)
-
-        self.hist = put(self.hist, A["hist"], 0)
-        self.mbstats = put(self.mbstats, A["mbstats"], 1)
-        self.bhist = put(self.bhist, A["bhist"], 0)
-        self.bmb = put(self.bmb, A["bmb"], 0)
-        self.phi = put(self.phi, A["phi"], 1)
-        self.theta = put(self.theta, A["theta"], 1)
-        self.elog = put(self.elog, A["elog"], 1)
-        self.col = put(self.col, A["col"], 0)
-        self.T = put(self.T, A["T"], 0)
+        self._rewrite(p.arrays, a, lambda v: v, lambda arr, v, axis: np.delete(arr, b, axis=axis))
         keep = self.ids[a]
         self.ids = self.ids[:b] + self.ids[b + 1:]
         return (keep,)
