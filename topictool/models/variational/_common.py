@@ -1,10 +1,13 @@
 """What the four variational models share on the Python side: corpus arrays,
-option checks, the state() / from_state() round trip, and metrics."""
+option checks, the state() / from_state() round trip, and metrics; and what the two
+collapsed HDP models (PCVB0, PCSVB0) share on output."""
 import numpy as np
 
 from ...errors import InputError
 from ...kernels.rng import make_streams
+from ...snapshot import Snapshot
 from ..base import Model
+from ._kernels import point_log_likelihood
 
 _MASK64 = (1 << 64) - 1
 
@@ -179,3 +182,26 @@ class VariationalModel(Model):
                 "documents_seen": self.documents_seen, "tokens": self.N}
         meta.update(extra)
         return meta
+
+
+class CollapsedHdpModel(VariationalModel):
+    """What PCVB0 and PCSVB0 share on output: phi from the smoothed expected counts
+    (``topic_word``), theta_d ∝ n_dk + alpha pi_k, topic weights from the topic totals."""
+
+    def topic_totals(self):
+        """Expected tokens of each topic (K,)."""
+        raise NotImplementedError
+
+    def snapshot(self):
+        phi = self.topic_word()
+        phi /= phi.sum(axis=1, keepdims=True)
+        totals = self.topic_totals()
+        return Snapshot(phi=phi, alpha=self.alpha * self.pi, topic_weight=totals / totals.sum(),
+                        vocab=self.corpus.vocab,
+                        meta=self._meta(alpha=self.alpha, gamma=self.gamma, stick_order=self.order.tolist()))
+
+    def log_likelihood(self):
+        """Training log-likelihood of theta_d ∝ n_dk + alpha pi_k and phi as in the snapshot."""
+        phi_wk = np.ascontiguousarray(self.topic_word().T)
+        return float(point_log_likelihood(self.doc_ptr, self.word_ids, self.counts, self.n_dk,
+                                          self.alpha * self.pi, phi_wk))

@@ -65,10 +65,9 @@ Implementation notes.
 import numba
 import numpy as np
 
-from ...snapshot import Snapshot
 from . import _kernels as kern
 from . import _sticks as sticks
-from ._common import (VariationalModel, check_at_least, check_init, check_K, check_kappa, check_positive,
+from ._common import (CollapsedHdpModel, check_at_least, check_init, check_K, check_kappa, check_positive,
                       effective_topics)
 
 # ----------------------------------------------------------------------------
@@ -265,7 +264,7 @@ def _pass_minibatch(doc_ptr, word_ids, counts, doc_len, order, minibatch, n_dk, 
 # the model
 
 
-class HdpPcsvb0(VariationalModel):
+class HdpPcsvb0(CollapsedHdpModel):
     """Practical collapsed stochastic variational Bayes (CVB0) for the HDP; see the module docstring."""
 
     name = "hdp-pcsvb0"
@@ -386,15 +385,5 @@ class HdpPcsvb0(VariationalModel):
         beta = self.opts["beta"]
         return np.ascontiguousarray(((self.scale * self.nkw + beta) / (self.scale * self.nk + self.W * beta)).T)
 
-    def snapshot(self):
-        phi = self.topic_word()
-        phi /= phi.sum(axis=1, keepdims=True)
-        return Snapshot(phi=phi, alpha=self.alpha * self.pi, topic_weight=self.nk / self.nk.sum(),
-                        vocab=self.corpus.vocab,
-                        meta=self._meta(alpha=self.alpha, gamma=self.gamma, stick_order=self.order.tolist()))
-
-    def log_likelihood(self):
-        """Training log-likelihood of theta_d ∝ n_dk + alpha pi_k and phi as in the snapshot."""
-        phi_wk = np.ascontiguousarray(self.topic_word().T)
-        return float(kern.point_log_likelihood(self.doc_ptr, self.word_ids, self.counts, self.n_dk,
-                                               self.alpha * self.pi, phi_wk))
+    def topic_totals(self):
+        return self.nk

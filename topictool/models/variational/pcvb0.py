@@ -48,10 +48,9 @@ Implementation notes.
 import numba
 import numpy as np
 
-from ...snapshot import Snapshot
 from . import _kernels as kern
 from . import _sticks as sticks
-from ._common import VariationalModel, check_init, check_K, check_positive, effective_topics
+from ._common import CollapsedHdpModel, check_init, check_K, check_positive, effective_topics
 
 # (S3) and (S4) are equations in gamma and alpha: each is iterated to this relative change.
 FIXED_POINT_TOL = 1e-10
@@ -111,7 +110,7 @@ def _pcvb0_sweep(unit_ptr, unit_words, unit_counts, q, n_dk, n_wk, n_k, alpha_pi
 # the model
 
 
-class HdpPcvb0(VariationalModel):
+class HdpPcvb0(CollapsedHdpModel):
     """Batch practical collapsed variational Bayes (CVB0) for the HDP; see the module docstring."""
 
     name = "hdp-pcvb0"
@@ -212,15 +211,5 @@ class HdpPcvb0(VariationalModel):
         beta = self.opts["beta"]
         return np.ascontiguousarray(((self.n_wk + beta) / (self.n_k + self.W * beta)).T)
 
-    def snapshot(self):
-        phi = self.topic_word()
-        phi /= phi.sum(axis=1, keepdims=True)
-        return Snapshot(phi=phi, alpha=self.alpha * self.pi, topic_weight=self.n_k / self.n_k.sum(),
-                        vocab=self.corpus.vocab,
-                        meta=self._meta(alpha=self.alpha, gamma=self.gamma, stick_order=self.order.tolist()))
-
-    def log_likelihood(self):
-        """Training log-likelihood of theta_d ∝ n_dk + alpha pi_k and phi as in the snapshot."""
-        phi_wk = np.ascontiguousarray(self.topic_word().T)
-        return float(kern.point_log_likelihood(self.doc_ptr, self.word_ids, self.counts, self.n_dk,
-                                               self.alpha * self.pi, phi_wk))
+    def topic_totals(self):
+        return self.n_k
