@@ -76,10 +76,12 @@ def test_model_top_words_and_weighted_mean(ref, tmp_path):
     assert [t["weight"] for t in out["topics"]] == [0.75, 0.25]
     assert out["weighted_mean"] == pytest.approx(0.75 * s0 + 0.25 * s1, rel=1e-12)
     assert out["mean"] == pytest.approx((s0 + s1) / 2, rel=1e-12)
-    # an hca-style .pmi file in the model's word ids (no --vocab needed for a model)
+    # an hca-style .pmi file in the model's word ids (its vocabulary named with --vocab)
     (tmp_path / "m.pmi").write_text(f"0 1 {L(5 / 3)!r}\n1 0 {L(5 / 3)!r}\n0 2 {L(5 / 6)!r}\n1 2 {L(5 / 4)!r}\n"
                                     f"4 5 {L(5)!r}\n4 4 9.0\n")
-    out2 = pmi_json(tmp_path / "m.npz", "--reference", tmp_path / "m.pmi", "--top", "3")
+    (tmp_path / "m.words").write_text("".join(w + "\n" for w in VOCAB))
+    out2 = pmi_json(tmp_path / "m.npz", "--reference", tmp_path / "m.pmi", "--vocab", tmp_path / "m.words",
+                    "--top", "3")
     assert [t["score"] for t in out2["topics"]] == pytest.approx([s0, s1], rel=1e-12)
     r = run("pmi", tmp_path / "m.npz", "--reference", ref / "ref.npz", "--top", "3")
     assert r.exit_code == 0 and "weighted by topic proportion" in r.stdout and "apple banana cherry" in r.stdout

@@ -151,7 +151,9 @@ def test_vocabulary_alignment_by_word_and_oov_count():
     snap = snapshot_of(np.tile(p, (3, 1)), np.full(3, 0.5), vocab)
     test_vocab = ("x", "d", "b")  # x is unknown to the model; ids differ from the model's
     corpus = make_corpus([{0: 3, 2: 7}, {2: 5, 0: 1}, {2: 10}], test_vocab)
-    r = document_completion(snap, corpus, holdout="every:2")
+    with pytest.raises(InputError, match=r"4 of 26 test tokens \(15.4%\).*--allow-oov"):
+        document_completion(snap, corpus, holdout="every:2")
+    r = document_completion(snap, corpus, holdout="every:2", allow_oov=True)
     assert r["oov_tokens"] == 4
     assert r["observed_tokens"] + r["heldout_tokens"] + r["oov_tokens"] == corpus.N
     assert r["perplexity"] == pytest.approx(1 / 0.2, rel=1e-12)  # only "b" is scored

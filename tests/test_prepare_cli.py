@@ -135,8 +135,16 @@ def test_missing_file_and_existing_output(tmp_path):
     r = run("prepare", tmp_path / "t.txt", "-o", tmp_path / "o", "--min-count", "1")
     assert r.exit_code == 2 and "--force" in r.stderr
     assert (tmp_path / "o" / "keep").read_text() == "mine"
+    # --force replaces only topictool's own output: a user's directory is refused, untouched
     r = run("prepare", tmp_path / "t.txt", "-o", tmp_path / "o", "--min-count", "1", "--test-fraction", "0", "--force")
-    assert r.exit_code == 0 and not (tmp_path / "o" / "keep").exists()
+    assert r.exit_code == 2 and "not a directory topictool wrote" in r.stderr
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["keep"]
+    assert (tmp_path / "o" / "keep").read_text() == "mine"
+    (tmp_path / "o" / "keep").unlink()  # an empty directory holds nothing to lose
+    r = run("prepare", tmp_path / "t.txt", "-o", tmp_path / "o", "--min-count", "1", "--test-fraction", "0")
+    assert r.exit_code == 0, r.stderr
+    r = run("prepare", tmp_path / "t.txt", "-o", tmp_path / "o", "--min-count", "1", "--test-fraction", "0", "--force")
+    assert r.exit_code == 0, r.stderr
 
 
 def test_failure_midway_leaves_nothing(tmp_path, monkeypatch):

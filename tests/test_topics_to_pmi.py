@@ -26,7 +26,11 @@ def test_topics_txt_read_back_by_pmi(tmp_path):
     from_file = json.loads(r.stdout)
     scores = [t["score"] for t in from_file["topics"]]
     assert np.allclose(scores, [(1.0 + 0.5 + 0) / 3, (2.0 - 1.0 + 0) / 3])  # newman: mean over 3 pairs
-    r = run("pmi", tmp_path / "m.npz", "--reference", tmp_path / "ref.pmi", "--top", "3", "--rank", "prob", "--json")
+    # a .pmi file's ids refer to the vocabulary it was made with: a MODEL needs it named too
+    r = run("pmi", tmp_path / "m.npz", "--reference", tmp_path / "ref.pmi", "--top", "3")
+    assert r.exit_code == 2 and "--vocab" in r.stderr
+    r = run("pmi", tmp_path / "m.npz", "--reference", tmp_path / "ref.pmi", "--vocab", tmp_path / "vocab.txt",
+            "--top", "3", "--rank", "prob", "--json")
     assert r.exit_code == 0, r.stderr
     from_model = json.loads(r.stdout)
     assert [t["score"] for t in from_model["topics"]] == scores

@@ -45,7 +45,7 @@ class Snapshot:
             phi=np.asarray(self.phi, dtype=np.float64),
             alpha=np.asarray(self.alpha, dtype=np.float64),
             topic_weight=np.asarray(self.topic_weight, dtype=np.float64),
-            vocab=np.array(self.vocab, dtype=str),
+            vocab_utf8=store.encode_words(self.vocab),
             meta=np.array(json.dumps(self.meta, sort_keys=True)),
         )
         if self.burst_concentration is not None:
@@ -56,7 +56,7 @@ class Snapshot:
 
     @classmethod
     def load(cls, path):
-        a = store.load_npz(path, required=("phi", "alpha", "topic_weight", "vocab"))
+        a = store.load_npz(path, required=("phi", "alpha", "topic_weight"))
         try:
             meta = json.loads(str(a["meta"])) if "meta" in a else {}
         except ValueError:
@@ -65,7 +65,7 @@ class Snapshot:
             phi=a["phi"].astype(np.float64),
             alpha=a["alpha"].astype(np.float64),
             topic_weight=a["topic_weight"].astype(np.float64),
-            vocab=tuple(str(w) for w in a["vocab"]),
+            vocab=store.decode_words(a, "vocab", path),
             meta=meta,
             burst_concentration=a.get("burst_concentration"),
             burst_discount=float(a["burst_discount"]) if "burst_discount" in a else None,

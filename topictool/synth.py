@@ -55,14 +55,25 @@ def _split(rng, truth_theta, phi, D, D_test, lengths, vocab):
 
 def _check_positive(**kw):
     for k, v in kw.items():
-        if v is None or v <= 0:
-            raise InputError(f"--{k.replace('_', '-')} must be positive, got {v}")
+        if v is None or not (v > 0) or not np.isfinite(v) or v > 1e12:
+            raise InputError(f"--{k.replace('_', '-')} must be a positive number (at most 1e12), got {v}")
+
+
+def check_size(documents, length, K, V):
+    """Refuse, before generating, a corpus that cannot fit in memory (a lower bound of
+    what generation allocates: mixtures, topics and the CSR arrays)."""
+    from .memory import check_memory
+
+    n = int(documents)
+    check_memory(8 * n * K + 8 * K * V + 16 * n * min(int(length), V) + 8 * n,
+                 f"generating {n:,} documents of {int(length):,} words (K={K:,}, V={V:,})")
 
 
 def bars(documents=2000, test_documents=200, length=250, alpha=1.0, side=10, seed=1):
     """Griffiths & Steyvers (2004) bars: a side x side grid, one topic per row and column."""
     _check_positive(documents=documents, length=length, alpha=alpha, side=side)
     V, K = side * side, 2 * side
+    check_size(documents + test_documents, length, K, V)
     phi = np.zeros((K, V))
     for r in range(side):
         phi[r, r * side:(r + 1) * side] = 1.0 / side          # row r
@@ -88,7 +99,7 @@ def parse_alpha(alpha, K):
         vals = [float(alpha)]
     if len(vals) == 1:
         vals = vals * K
-    if len(vals) != K or min(vals) <= 0:
+    if len(vals) != K or not all(np.isfinite(v) and 0 < v <= 1e12 for v in vals):
         raise InputError(f"--alpha needs one positive value or {K} of them, got {len(vals)}")
     return np.array(vals)
 
@@ -97,6 +108,7 @@ def lda(topics=10, vocab_size=500, documents=1000, test_documents=100, length=10
         poisson_length=False, seed=1):
     """The LDA generative process with symmetric Dirichlet(beta) topics."""
     _check_positive(topics=topics, vocab_size=vocab_size, documents=documents, length=length, beta=beta)
+    check_size(documents + test_documents, length, topics, vocab_size)
     rng = _rng(seed)
     a = parse_alpha(alpha, topics)
     phi = _dirichlet_rows(rng, np.full(vocab_size, float(beta)), topics)
@@ -115,6 +127,7 @@ def hdp(truncation=50, gamma=5.0, alpha=1.0, eta=0.05, vocab_size=500, documents
     """Truncated HDP: global weights GEM(gamma), documents DP(alpha) over them, topics Dirichlet(eta)."""
     _check_positive(truncation=truncation, gamma=gamma, alpha=alpha, eta=eta, vocab_size=vocab_size,
                     documents=documents, length=length)
+    check_size(documents + test_documents, length, truncation, vocab_size)
     rng = _rng(seed)
     T = int(truncation)
     sticks = rng.beta(1.0, gamma, size=T)

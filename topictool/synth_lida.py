@@ -15,7 +15,7 @@ import numpy as np
 
 from .corpus import Corpus
 from .errors import InputError
-from .synth import _check_positive, _dirichlet_rows, _docs_from_mixtures, _rng
+from .synth import _check_positive, _dirichlet_rows, _docs_from_mixtures, _rng, check_size
 
 
 def _bernoulli_rows(rng, p, n):
@@ -55,6 +55,7 @@ def lida(topics=20, vocab_size=500, documents=1000, test_documents=100, length=1
     if test_documents < 0:
         raise InputError(f"--test-documents must be >= 0, got {test_documents}")
     K, V = int(topics), int(vocab_size)
+    check_size(documents + test_documents, length, K, V)
     rng = _rng(seed)
     pi = rng.beta(eta * delta / K, delta, size=K)
     kappa = rng.beta(gamma * lam / V, lam, size=V)

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import __version__, store
 from .corpus import load_corpus
+from .corpus.holdout import parse_holdout
 from .errors import InputError
 from .models import registry
 
@@ -34,6 +35,7 @@ class TrainSpec:
     test: str = None
     eval_every: int = 0
     holdout: str = "every:5"
+    allow_oov: bool = False
     checkpoint_every: int = 50
     keep_checkpoints: int = 3
     log_every: int = 10
@@ -54,32 +56,54 @@ def resolve_spec(corpus, model, iterations, seed, threads, options, **rest):
         raise InputError(f"--threads must be >= 1, got {threads}")
     spec = TrainSpec(corpus=str(corpus), model=model, iterations=int(iterations), seed=int(seed),
                      threads=int(threads), options=resolved, **rest)
-    if spec.test and spec.eval_every <= 0:
-        spec.eval_every = max(1, spec.log_every)
     for name in ("checkpoint_every", "keep_checkpoints", "log_every", "eval_every"):
         if getattr(spec, name) < 0:
             raise InputError(f"--{name.replace('_', '-')} must be >= 0")
+    if spec.test:
+        parse_holdout(spec.holdout)  # refused now, not at the first evaluation (nor stored in run.json)
+        if spec.eval_every <= 0:
+            spec.eval_every = max(1, spec.log_every)
+    elif spec.eval_every:
+        raise InputError("--eval-every needs --test (a test corpus to evaluate on)")
     return spec, cls
 
 
-def train(spec, out, force=False, echo=None):
-    """Start a new run in directory ``out``."""
-    cls = registry.get(spec.model)
+def _load_inputs(spec, cls):
+    """The training and test corpora, checked against each other, the model and memory."""
     corpus = load_corpus(spec.corpus, part="train")
-    test = load_corpus(spec.test, part="test") if spec.test else None
-    model = cls(corpus, spec.options, spec.seed, threads=spec.threads)
-    out = Path(out)
-    if out.exists():
-        if not force:
-            raise InputError("run directory already exists (use --force to replace it, or --resume to continue)",
-                             out)
-        import shutil
+    cls.check_size(corpus, spec.options, spec.threads)
+    test = None
+    if spec.test:
+        from .evaluate.perplexity import heldout_split
 
-        shutil.rmtree(out)
-    (out / "checkpoints").mkdir(parents=True)
+        test = load_corpus(spec.test, part="test")
+        heldout_split(test, corpus.vocab, spec.holdout, spec.seed, spec.allow_oov)
+    return corpus, test
+
+
+def train(spec, out, force=False, echo=None):
+    """Start a new run in directory ``out`` (replacing an old run of topictool's only with
+    ``force``, and only once the new run has written its first checkpoint)."""
+    cls = registry.get(spec.model)
+    output = store.DirectoryOutput(out, force, kind="run", inputs=[spec.corpus, spec.test], resume_hint=True)
+    corpus, test = _load_inputs(spec, cls)
+    model = cls(corpus, spec.options, spec.seed, threads=spec.threads)
+    output.open()
+    try:
+        return _start(output, spec, cls, model, corpus, test, echo)
+    except BaseException:
+        output.abort()
+        raise
+    finally:
+        output.close()
+
+
+def _start(output, spec, cls, model, corpus, test, echo):
     from .corpus.vocabulary import write_vocab
 
-    write_vocab(corpus.vocab, out / "vocab.txt")
+    run = output.path
+    (run / "checkpoints").mkdir()
+    write_vocab(corpus.vocab, run / "vocab.txt")
     info = {
         "format_version": RUN_FORMAT_VERSION,
         "model": spec.model,
@@ -99,34 +123,58 @@ def train(spec, out, force=False, echo=None):
         "updated": _now(),
         "bytes_per_token": model_bytes(model) / max(corpus.N, 1),
     }
-    store.write_json(out / "run.json", info)
-    return _loop(out, info, spec, model, corpus, test, 0, spec.iterations, echo)
+    store.write_json(run / "run.json", info)
+    return _loop(output, info, spec, model, corpus, test, 0, spec.iterations, echo)
+
+
+class _Resumed:
+    """A run directory being continued: written in place, under its lock."""
+
+    def __init__(self, run):
+        self.path = self.target = Path(run)
+        self.lock = store.DirLock(run)
+
+    def commit(self):
+        pass
 
 
 def resume(run, more=None, threads=None, echo=None):
-    """Continue a run from its newest usable checkpoint."""
+    """Continue a run from its newest usable checkpoint (holding the run's lock)."""
     run = Path(run)
     info = store.read_run_json(run)
-    spec = TrainSpec(**info["spec"])
+    try:
+        spec = TrainSpec(**info["spec"])
+    except TypeError as e:
+        raise InputError(f"run.json has an unexpected spec ({e})", run / "run.json") from None
     if threads is not None and threads != spec.threads:
         raise InputError(f"this run uses --threads {spec.threads}; exact resume needs the same number")
+    if more is not None and more < 0:
+        raise InputError(f"-n/--iterations must be >= 0, got {more}")
     cls = registry.get(spec.model)
-    corpus = load_corpus(info["corpus"]["path"], part="train")
-    if corpus.sha256() != info["corpus"]["sha256"]:
-        raise InputError("the corpus has changed since this run started (checksum differs)", info["corpus"]["path"])
-    test = load_corpus(info["test"]["path"], part="test") if info.get("test") else None
-    warn = echo or (lambda m: print(f"topictool: warning: {m}", file=sys.stderr))
-    path, meta, arrays = store.latest_checkpoint(run, warn=warn)
-    if meta.get("model") != spec.model:
-        raise InputError(f"checkpoint is of model {meta.get('model')}, run.json says {spec.model}", path)
-    done = int(meta["iteration"])
-    model = cls.from_state(corpus, spec.options, arrays, threads=spec.threads)
-    target = done + more if more is not None else info["iterations_target"]
-    info["iterations_target"] = max(target, done)
-    # Metrics after the checkpoint belong to iterations that will be redone.
-    store.rewrite_jsonl(run / "metrics.jsonl", store.read_jsonl(run / "metrics.jsonl", upto_iteration=done))
-    info["seconds_total"] = float(meta.get("seconds_total", info.get("seconds_total", 0.0)))
-    return _loop(run, info, spec, model, corpus, test, done, target, echo)
+    # the paths as resolved when the run started (spec holds them as the user typed them)
+    spec.corpus = info["corpus"]["path"]
+    spec.test = (info.get("test") or {}).get("path")
+    output = _Resumed(run)
+    output.lock.acquire("run directory")
+    try:
+        corpus, test = _load_inputs(spec, cls)
+        if corpus.sha256() != info["corpus"]["sha256"]:
+            raise InputError("the corpus has changed since this run started (checksum differs)",
+                             info["corpus"]["path"])
+        warn = echo or (lambda m: print(f"topictool: warning: {m}", file=sys.stderr))
+        path, meta, arrays = store.latest_checkpoint(run, warn=warn)
+        if meta.get("model") != spec.model:
+            raise InputError(f"checkpoint is of model {meta.get('model')}, run.json says {spec.model}", path)
+        done = int(meta["iteration"])
+        model = cls.from_state(corpus, spec.options, arrays, threads=spec.threads)
+        target = done + more if more is not None else info["iterations_target"]
+        info["iterations_target"] = max(target, done)
+        # Metrics after the checkpoint belong to iterations that will be redone.
+        store.rewrite_jsonl(run / "metrics.jsonl", store.read_jsonl(run / "metrics.jsonl", upto_iteration=done))
+        info["seconds_total"] = float(meta.get("seconds_total", info.get("seconds_total", 0.0)))
+        return _loop(output, info, spec, model, corpus, test, done, target, echo)
+    finally:
+        output.lock.release()
 
 
 def model_bytes(model):
@@ -146,7 +194,9 @@ class _StopFlag:
         self.signal = signum
 
 
-def _loop(run, info, spec, model, corpus, test, done, target, echo):
+def _loop(output, info, spec, model, corpus, test, done, target, echo):
+    """Steps ``done+1 .. target``; writes into ``output.path`` (``output.commit()`` after a
+    checkpoint puts a staged run in place of the one it replaces)."""
     stop = _StopFlag()
     old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
     reporter = Progress(done, target, spec.log_every)
@@ -171,20 +221,22 @@ def _loop(run, info, spec, model, corpus, test, done, target, echo):
             logged = spec.log_every and (it % spec.log_every == 0 or it == target)
             if logged:
                 row["log_likelihood"] = float(model.log_likelihood())
+                _check_finite(row, it, spec)
             if test is not None and spec.eval_every and (it % spec.eval_every == 0 or it == target):
                 row.update(_evaluate(model, test, spec))
-            store.append_jsonl(run / "metrics.jsonl", row)
+            store.append_jsonl(output.path / "metrics.jsonl", row)
             reporter.update(row)
             if spec.checkpoint_every and it % spec.checkpoint_every == 0 and it < target:
-                _checkpoint(run, info, spec, model, it, seconds_total)
+                _checkpoint(output, info, spec, model, it, seconds_total)
                 last_ckpt = it
     finally:
         for s, h in old.items():
             signal.signal(s, h)
         reporter.close()
-    if it != last_ckpt or not store.list_checkpoints(run):
-        _checkpoint(run, info, spec, model, it, seconds_total)
-    summary = {"run": str(run), "model": spec.model, "iterations_done": it,
+    if it != last_ckpt or not store.list_checkpoints(output.path):
+        _checkpoint(output, info, spec, model, it, seconds_total)
+    run = output.path
+    summary = {"run": str(output.target), "model": spec.model, "iterations_done": it,
                "iterations_target": info["iterations_target"], "seconds_total": round(seconds_total, 3),
                "stopped_by_signal": stop.signal is not None}
     rows = store.read_jsonl(run / "metrics.jsonl")
@@ -193,14 +245,28 @@ def _loop(run, info, spec, model, corpus, test, done, target, echo):
     return summary
 
 
-def _checkpoint(run, info, spec, model, iteration, seconds_total):
+def _checkpoint(output, info, spec, model, iteration, seconds_total):
+    run = output.path
     meta = {"model": spec.model, "seed": spec.seed, "threads": spec.threads, "seconds_total": seconds_total}
     store.save_checkpoint(run, iteration, model.state(), meta, keep=spec.keep_checkpoints)
     snap = model.snapshot()
-    snap.meta = dict(snap.meta, model=spec.model, iteration=iteration, run=str(Path(run).resolve()))
+    snap.meta = dict(snap.meta, model=spec.model, iteration=iteration, run=str(Path(output.target).resolve()))
     snap.save(run / "model.npz")
     info.update(iterations_done=iteration, seconds_total=round(seconds_total, 3), updated=_now())
     store.write_json(run / "run.json", info)
+    output.commit()  # the run is whole now: a staged run replaces the old one here
+
+
+def _check_finite(row, iteration, spec):
+    """A non-finite log-likelihood means the numbers broke down (an extreme prior the
+    option checks let through?): stop before anything of it is written."""
+    import math
+
+    value = row.get("log_likelihood")
+    if value is not None and not math.isfinite(value):
+        raise InputError(f"the log-likelihood of {spec.model} became {value} at iteration {iteration} (numerical "
+                         f"overflow; check the priors: {json.dumps(spec.options, sort_keys=True)}); nothing of "
+                         f"this iteration was written")
 
 
 def _evaluate(model, test, spec):
@@ -208,7 +274,7 @@ def _evaluate(model, test, spec):
 
     method = getattr(model, "eval_method", "gibbs")
     res = document_completion(model.snapshot(), test, holdout=spec.holdout, method=method, seed=spec.seed,
-                              threads=spec.threads)
+                              threads=spec.threads, allow_oov=spec.allow_oov)
     return {"test_perplexity": res["perplexity"], "test_log_likelihood_per_token": res["log_likelihood_per_token"]}
 
 
@@ -280,18 +346,55 @@ def load_config(path):
 
     try:
         with open(path, "rb") as f:
-            cfg = tomllib.load(f)
+            cfg = tomllib.loads(f.read().decode("utf-8"))
     except FileNotFoundError:
         raise InputError("config file not found", path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a TOML file", path) from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", path) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a TOML file (undecodable bytes at byte {e.start})", path) from None
     except tomllib.TOMLDecodeError as e:
-        raise InputError(f"invalid TOML: {e}", path) from None
-    options = dict(cfg.pop("options", {}) or {})
-    top = {k: cfg.pop(k) for k in ("model", "K", "iterations", "seed", "threads") if k in cfg}
+        raise InputError(f"invalid TOML: {e}", path, _toml_line(e)) from None
+    options = cfg.pop("options", {})
+    if not isinstance(options, dict):
+        raise InputError("'options' must be a table ([options])", path)
+    options = dict(options)
+    top = {k: cfg.pop(k) for k in _CONFIG_TYPES if k in cfg}
+    for k, (kind, low) in _CONFIG_TYPES.items():
+        if k not in top:
+            continue
+        v = top[k]
+        if isinstance(v, bool) or not isinstance(v, kind) or (low is not None and v < low):
+            want = "a string" if kind is str else f"an integer >= {low}" if low is not None else "an integer"
+            raise InputError(f"{k} = {v!r}: expected {want}", path)
     for k, v in cfg.items():
         if isinstance(v, dict):
             raise InputError(f"unexpected table [{k}] (only [options] is read by train)", path)
         options[k] = v
+    for k, v in options.items():
+        if isinstance(v, (dict, list)) or not isinstance(v, (str, int, float, bool)):
+            raise InputError(f"option {k} = {v!r}: expected a number, a string or true/false", path)
+    if "K" in options and "K" in top and options["K"] != top["K"]:
+        raise InputError(f"K is given twice ({top['K']} and options.K = {options['K']})", path)
+    if "K" in options:
+        top["K"] = options.pop("K")
+        if isinstance(top["K"], bool) or not isinstance(top["K"], int) or top["K"] < 1:
+            raise InputError(f"K = {top['K']!r}: expected an integer >= 1", path)
     return top, options
+
+
+# the top-level keys of a config that are not model options: type, lower bound
+_CONFIG_TYPES = {"model": (str, None), "K": (int, 1), "iterations": (int, 0), "seed": (int, None),
+                 "threads": (int, 1)}
+
+
+def _toml_line(e):
+    import re
+
+    m = re.search(r"line (\d+)", str(e))
+    return int(m.group(1)) if m else None
 
 
 def dump(obj):

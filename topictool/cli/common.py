@@ -1,5 +1,4 @@
 """What every command shares: output switches, rendering, progress."""
-import json
 import sys
 
 import click
@@ -16,19 +15,10 @@ def force_option(f):
 
 
 def emit_json(obj):
-    click.echo(json.dumps(obj, indent=2, default=_json_default))
+    """Strict JSON on stdout: NaN and infinities are null (their keys listed in "non_finite")."""
+    from ..store import dumps
 
-
-def _json_default(o):
-    import numpy as np
-
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+    click.echo(dumps(obj, indent=2))
 
 
 def console(stderr=False):

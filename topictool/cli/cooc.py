@@ -1,5 +1,4 @@
 """topictool cooc: word and pair co-occurrence counts of a reference corpus (for `pmi`)."""
-import sys
 
 import click
 
@@ -56,8 +55,11 @@ def command(references, vocab, out, window, workers, source_format, include, enc
     try:
         summary = build_reference(list(references), vocab, out, opts)
     except Interrupted as e:
+        # as train does: a signal (a cluster's preemption) saves the state and is not a failure
         click.echo(f"topictool cooc: {e}", err=True)
-        sys.exit(130)
+        if as_json:
+            emit_json({"output": None, "stopped_by_signal": True, "state": str(e.state_dir)})
+        return
     bad = summary.get("uncountable_words") or []
     if bad:
         click.echo(f"topictool cooc: warning: {len(bad)} vocabulary word(s) are never tokens of the tokenizer "

@@ -1,6 +1,4 @@
 """topictool evaluate: document-completion perplexity of a model on test documents."""
-import math
-
 import click
 
 from .common import emit_json, json_option, print_table
@@ -23,12 +21,16 @@ from .common import emit_json, json_option, print_table
               help="Threads (the result does not depend on it).")
 @click.option("--vocab", type=click.Path(dir_okay=False),
               help="Vocabulary of TEST when it is an LdaC/UCI file (default: found beside it).")
+@click.option("--allow-oov", is_flag=True,
+              help="Score a TEST whose words the model lacks: such tokens are dropped and counted (without "
+                   "it they are an error).")
 @json_option
-def command(model, test, holdout, burn_in, samples, method, seed, threads, vocab, as_json):
+def command(model, test, holdout, burn_in, samples, method, seed, threads, vocab, allow_oov, as_json):
     """Perplexity of MODEL (a run directory or a snapshot .npz) on TEST (a prepared corpus
     directory, whose test split is used, or an LdaC/UCI file) by document completion:
     theta is folded in on the observed tokens of each test document with phi fixed, and
-    the held-out tokens are scored. Words of TEST the model lacks are dropped and counted."""
+    the held-out tokens are scored. Words of TEST the model lacks are an error unless
+    --allow-oov (then they are dropped and counted)."""
     from ..corpus import load_corpus
     from ..evaluate.perplexity import document_completion
     from ..importers import load_model
@@ -36,11 +38,11 @@ def command(model, test, holdout, burn_in, samples, method, seed, threads, vocab
     snapshot = load_model(model)
     corpus = load_corpus(test, part="test", vocab=vocab)
     result = document_completion(snapshot, corpus, holdout=holdout, burn_in=burn_in, samples=samples,
-                                 method=method, seed=seed, threads=threads)
+                                 method=method, seed=seed, threads=threads, allow_oov=allow_oov)
     result["model"] = str(model)
     result["test"] = str(test)
     if as_json:
-        emit_json(finite(result))
+        emit_json(result)
         return
     rows = [
         ("perplexity", result["perplexity"]),
@@ -50,18 +52,10 @@ def command(model, test, holdout, burn_in, samples, method, seed, threads, vocab
         ("documents", f"{result['documents']:,} of {result['documents_total']:,}"),
     ]
     if result["oov_tokens"]:
-        rows.append(("tokens outside the model's vocabulary (dropped)", result["oov_tokens"]))
+        share = 100.0 * result["oov_tokens"] / max(result["oov_tokens"] + result["observed_tokens"]
+                                                   + result["heldout_tokens"], 1)
+        rows.append(("tokens outside the model's vocabulary (dropped)", f"{result['oov_tokens']:,} ({share:.1f}%)"))
     fold = f"gibbs, {burn_in} burn-in + {samples} samples" if method == "gibbs" else "vb"
     rows += [("hold-out", result["holdout"]), ("fold-in", fold), ("seconds", round(result["seconds"], 3))]
     print_table(f"document completion: {model} on {test}", ["", ("", "right")], rows, show_header=False)
 
-
-def finite(obj):
-    """A copy of ``obj`` with NaN and infinite floats replaced by None (valid JSON)."""
-    if isinstance(obj, dict):
-        return {k: finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [finite(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj

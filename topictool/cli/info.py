@@ -19,7 +19,6 @@ def command(model, top, as_json):
     from ..evaluate.diagnostics import model_diagnostics, run_doc_topic_counts, run_figures
     from ..importers import load_model
     from ..topics import top_words
-    from .evaluate import finite
 
     snapshot = load_model(model)
     is_run = Path(model).is_dir()
@@ -31,7 +30,7 @@ def command(model, top, as_json):
     if snapshot.burst_concentration is not None:
         info["burst_discount"] = snapshot.burst_discount
     if as_json:
-        emit_json(finite(info))
+        emit_json(info)
         return
     summary = [("model", info["model"] or "?"), ("topics (K)", info["K"]), ("vocabulary (W)", info["W"]),
                ("effective number of topics", info["effective_topics"])]

@@ -1,7 +1,7 @@
 """topictool snapshot: a model file from a run, or imported from another tool."""
 import click
 
-from .common import emit_json, json_option
+from .common import emit_json, force_option, json_option
 
 
 class _RunOrSubcommand(click.Group):
@@ -23,11 +23,14 @@ def command():
 @click.argument("run", type=click.Path(exists=False))
 @click.option("--iteration", type=int, help="Checkpoint iteration (default: the latest).")
 @click.option("-o", "--output", "out", required=True, help="Snapshot .npz to write.")
+@force_option
 @json_option
-def run_cmd(run, iteration, out, as_json):
+def run_cmd(run, iteration, out, force, as_json):
     """Snapshot of RUN at its latest or a given checkpoint."""
+    from .. import store
     from ..training import snapshot_of_run
 
+    store.check_output_file(out, force, inputs=[run])
     snap = snapshot_of_run(run, iteration)
     snap.save(out)
     result = {"output": out, "K": snap.K, "W": snap.W, "iteration": snap.meta.get("iteration"),
@@ -42,10 +45,12 @@ def run_cmd(run, iteration, out, as_json):
 @command.command("import")
 @click.option("--from", "source", type=click.Choice(["hca", "mallet", "text"]), required=True)
 @click.argument("files", nargs=-1, required=True)
-@click.option("--vocab", type=click.Path(dir_okay=False), help="Vocabulary to align the model to.")
+@click.option("--vocab", help="Vocabulary to align the model to: a file (one word per line, or hca .words) or a "
+                             "prepared corpus directory.")
 @click.option("-o", "--output", "out", required=True, help="Snapshot .npz to write.")
+@force_option
 @json_option
-def import_cmd(source, files, vocab, out, as_json):
+def import_cmd(source, files, vocab, out, force, as_json):
     """Import a model so that it is judged by the same code as ours.
 
     \b
@@ -56,11 +61,17 @@ def import_cmd(source, files, vocab, out, as_json):
 
     --vocab aligns the model to a vocabulary (a file or a prepared corpus); words
     missing on either side are reported."""
-    from .. import importers
+    from .. import importers, store
     from ..errors import InputError
 
     notes = []
     files = list(files)
+    inputs = [*files, vocab]
+    if source == "hca" and files:
+        inputs += [files[0] + ".phi", files[0][:-4] + ".par" if files[0].endswith(".phi") else files[0] + ".par"]
+    if source == "text" and files:
+        inputs += list(importers.text_paths(files[0]).values())
+    store.check_output_file(out, force, inputs=inputs)
     if source == "hca":
         if len(files) > 2:
             raise InputError("--from hca takes STEM.phi (or STEM) and optionally the dictionary (.tokens/.words)")

@@ -27,11 +27,14 @@ def _common(f):
 
 
 def _write(name, params, out, fmt, force, as_json, generated):
+    """Check the output, generate (``generated()``), write the corpus directory with truth.npz."""
     from .. import store
+
     from ..corpus.prepare import save_corpus_dir
     from .prepare import show_manifest
 
-    train, test, truth = generated
+    store.check_output_dir(out, force, "corpus")
+    train, test, truth = generated()
 
     def write_truth(stage, manifest):
         store.write_npz(stage / "truth.npz", **truth)
@@ -57,7 +60,7 @@ def bars_cmd(documents, test_documents, length, alpha, side, out, seed, fmt, for
     from ..synth import bars
 
     params = dict(documents=documents, test_documents=test_documents, length=length, alpha=alpha, side=side, seed=seed)
-    _write("bars", params, out, fmt, force, as_json, bars(**params))
+    _write("bars", params, out, fmt, force, as_json, lambda: bars(**params))
 
 
 @command.command("lda")
@@ -77,7 +80,7 @@ def lda_cmd(topics, vocab_size, documents, test_documents, length, alpha, beta, 
 
     params = dict(topics=topics, vocab_size=vocab_size, documents=documents, test_documents=test_documents,
                   length=length, alpha=alpha, beta=beta, poisson_length=poisson_length, seed=seed)
-    _write("lda", params, out, fmt, force, as_json, lda(**params))
+    _write("lda", params, out, fmt, force, as_json, lambda: lda(**params))
 
 
 @command.command("hdp")
@@ -97,7 +100,7 @@ def hdp_cmd(truncation, gamma, alpha, eta, vocab_size, documents, test_documents
 
     params = dict(truncation=truncation, gamma=gamma, alpha=alpha, eta=eta, vocab_size=vocab_size,
                   documents=documents, test_documents=test_documents, length=length, seed=seed)
-    _write("hdp", params, out, fmt, force, as_json, hdp(**params))
+    _write("hdp", params, out, fmt, force, as_json, lambda: hdp(**params))
 
 
 @command.command("lida")
@@ -123,4 +126,4 @@ def lida_cmd(topics, vocab_size, documents, test_documents, length, alpha, beta,
 
     params = dict(topics=topics, vocab_size=vocab_size, documents=documents, test_documents=test_documents,
                   length=length, alpha=alpha, beta=beta, eta=eta, delta=delta, gamma=gamma, lam=lam, seed=seed)
-    _write("lida", params, out, fmt, force, as_json, lida(**params))
+    _write("lida", params, out, fmt, force, as_json, lambda: lida(**params))

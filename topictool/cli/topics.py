@@ -4,7 +4,7 @@ from pathlib import Path
 import click
 
 from ..errors import InputError
-from .common import json_option
+from .common import force_option, json_option
 
 
 @click.command("topics", short_help="Top words of each topic.")
@@ -16,10 +16,10 @@ from .common import json_option
               help="table (default on stdout), json, csv, or txt: one topic per line, words separated by "
                    "spaces (pmi --topics reads it). With -o the default comes from the file's suffix "
                    "(.json, .csv, else txt).")
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False),
-              help="Write to this file (atomically) instead of stdout.")
+@click.option("-o", "--output", "out", help="Write to this file (atomically) instead of stdout.")
+@force_option
 @json_option
-def command(model, top, rank, fmt, out, as_json):
+def command(model, top, rank, fmt, out, force, as_json):
     """Print (or write) the top words of each topic of MODEL (a run directory or a snapshot .npz)."""
     from ..importers import load_model
     from ..topics import print_topics_table, render, top_words, write_topics
@@ -30,6 +30,10 @@ def command(model, top, rank, fmt, out, as_json):
         fmt = {".json": "json", ".csv": "csv"}.get(Path(out).suffix.lower(), "txt") if out else "table"
     if fmt == "table" and out:
         raise InputError("--format table prints to the terminal; use json, csv or txt with -o")
+    if out:
+        from .. import store
+
+        store.check_output_file(out, force, inputs=[model])
     topics = top_words(load_model(model), top=top, rank=rank)
     if fmt == "table":
         print_topics_table(topics, rank)

@@ -17,6 +17,8 @@ from .common import emit_json, force_option, json_option, parse_key_values, prin
 @click.option("--test", help="Test corpus for periodic document-completion perplexity.")
 @click.option("--eval-every", default=0, type=int, help="Evaluate on --test every N iterations.")
 @click.option("--holdout", default="every:5", show_default=True, help="Hold-out of test documents for --test.")
+@click.option("--allow-oov", is_flag=True,
+              help="Let --test hold words the training vocabulary lacks (they are dropped and counted).")
 @click.option("--checkpoint-every", default=50, show_default=True, type=int, help="Checkpoint every N iterations (0: only at the end).")
 @click.option("--keep-checkpoints", default=3, show_default=True, type=int)
 @click.option("--log-every", default=10, show_default=True, type=int,
@@ -26,7 +28,7 @@ from .common import emit_json, force_option, json_option, parse_key_values, prin
 @click.option("--list-models", is_flag=True, help="List model names and exit.")
 @force_option
 @json_option
-def command(corpus, model, K, iterations, seed, out, config, sets, threads, test, eval_every, holdout,
+def command(corpus, model, K, iterations, seed, out, config, sets, threads, test, eval_every, holdout, allow_oov,
             checkpoint_every, keep_checkpoints, log_every, resume_run, debug_checks, list_models, force, as_json):
     """Train MODEL on CORPUS (a prepared directory, or an LdaC / UCI file) into the run
     directory OUTPUT: run.json, checkpoints/, model.npz (latest snapshot), metrics.jsonl.
@@ -40,7 +42,7 @@ def command(corpus, model, K, iterations, seed, out, config, sets, threads, test
             click.echo(name)
         return
     if resume_run:
-        if corpus or model or out or config or sets or K is not None or seed is not None or test:
+        if corpus or model or out or config or sets or K is not None or seed is not None or test or force:
             raise InputError("--resume takes only the run directory, -n MORE and --threads")
         summary = training.resume(resume_run, more=iterations, threads=threads)
     else:
@@ -52,18 +54,28 @@ def command(corpus, model, K, iterations, seed, out, config, sets, threads, test
             raise InputError("missing -m/--model (see --list-models)")
         if not out:
             raise InputError("missing -o/--output run directory")
+        # precedence: the command line (-K, --set) over the config over the defaults
         options = dict(cfg_opts)
-        options.update(parse_key_values(sets))
-        K = K if K is not None else cfg_top.get("K", options.pop("K", 100))
-        if int(K) < 1:
+        given = parse_key_values(sets)
+        options.update(given)
+        set_K = options.pop("K", None) if "K" in given else None
+        if K is not None and set_K is not None and str(K) != str(set_K).strip():
+            raise InputError(f"-K {K} and --set K={set_K} disagree; give one")
+        K = K if K is not None else set_K if set_K is not None else cfg_top.get("K", 100)
+        try:
+            K = int(K)
+        except ValueError:
+            raise InputError(f"-K {K!r}: expected an integer") from None
+        if K < 1:
             raise InputError(f"-K must be at least 1, got {K}")
-        options["K"] = int(K)
+        options["K"] = K
         spec, _ = training.resolve_spec(
             corpus, model,
             iterations if iterations is not None else cfg_top.get("iterations", 1000),
             seed if seed is not None else cfg_top.get("seed", 1),
             threads if threads is not None else cfg_top.get("threads", 1),
-            options, test=test, eval_every=eval_every, holdout=holdout, checkpoint_every=checkpoint_every,
+            options, test=test, eval_every=eval_every, holdout=holdout, allow_oov=allow_oov,
+            checkpoint_every=checkpoint_every,
             keep_checkpoints=keep_checkpoints, log_every=log_every, debug_checks=debug_checks)
         summary = training.train(spec, out, force=force)
     if as_json:

@@ -98,8 +98,9 @@ def prepare(sources, out, opts, force=False):
         raise InputError("no SOURCE given")
     if opts.format not in ("none", "ldac", "uci", "both"):
         raise InputError(f"--format must be ldac, uci, both or none, got {opts.format!r}")
-    if Path(out).exists() and not force:
-        raise InputError("output already exists (use --force to replace it)", out)
+    Tokenizer(opts.token_pattern)  # a bad pattern is refused before any source is read
+    inputs = [*sources, opts.vocab, opts.stopwords if opts.stopwords not in (None, "english", "none") else None]
+    store.check_output_dir(out, force, "corpus", inputs)
     corpus, facts = build_corpus(sources, opts)
     train_idx, test_idx = split_documents(corpus.D, opts.test_fraction, opts.seed)
     parts = {"train": corpus.subset(train_idx)}
@@ -118,7 +119,7 @@ def prepare(sources, out, opts, force=False):
     for name, part in parts.items():
         manifest[name] = {"D": part.D, "N": part.N, "sha256": part.sha256()}
     exports = []
-    with store.staged_directory(out, force) as stage:
+    with store.staged_directory(out, force, "corpus", inputs) as stage:
         write_vocab(corpus.vocab, stage / "vocab.txt")
         for name, part in parts.items():
             save_arrays(part, stage / f"{name}.npz")
@@ -141,6 +142,7 @@ def save_corpus_dir(out, train, test=None, extra=None, force=False, formats="non
     """Write already built corpora as a prepared directory (used by `synth`).
 
     ``extra`` maps file names to callables writing into the staging directory.
+    (`synth` checks its output with store.check_output_dir before generating.)
     """
     parts = {"train": train}
     if test is not None and test.D:
@@ -152,7 +154,7 @@ def save_corpus_dir(out, train, test=None, extra=None, force=False, formats="non
         "W": train.W,
         "N": sum(p.N for p in parts.values()),
     }
-    with store.staged_directory(out, force) as stage:
+    with store.staged_directory(out, force, "corpus") as stage:
         write_vocab(train.vocab, stage / "vocab.txt")
         exports = []
         for name, part in parts.items():

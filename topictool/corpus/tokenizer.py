@@ -11,10 +11,19 @@ DEFAULT_PATTERN = r"[^\W\d_]+(?:['\-][^\W\d_]+)*"
 
 class Tokenizer:
     def __init__(self, pattern=DEFAULT_PATTERN, lowercase=True):
+        if not isinstance(pattern, str) or not pattern:
+            raise InputError("--token-pattern is empty")
         try:
             self._regex = re.compile(pattern)
-        except re.error as e:
-            raise InputError(f"bad token pattern {pattern!r}: {e}") from None
+        except (re.error, RecursionError, OverflowError) as e:
+            raise InputError(f"--token-pattern {pattern!r}: not a regular expression ({e})") from None
+        if self._regex.groups:
+            # findall would return the groups' text instead of the tokens
+            raise InputError(f"--token-pattern {pattern!r} has capturing groups; write (?:...) instead of (...)")
+        probe = "ab c1 d-e f'g \u00e9. h\n"
+        if self._regex.fullmatch("") is not None or any(m.end() == m.start() for m in self._regex.finditer(probe)):
+            raise InputError(f"--token-pattern {pattern!r} matches the empty string (every position would be a "
+                             f"token); use + instead of *")
         self.pattern = pattern
         self.lowercase = lowercase
 

@@ -34,12 +34,12 @@ import numba
 import numpy as np
 from numba import prange
 
-from ..corpus.holdout import parse_holdout, split_corpus
+from ..corpus.holdout import parse_holdout
 from ..errors import InputError
 from ..kernels.rng import seed_row, uniform
 from ..kernels.stirling import StirlingTable
 from ..models.hca.burst import burst_weights
-from .perplexity import summarise, vocabulary_map
+from .perplexity import heldout_split, summarise
 
 
 # Fold in one document (Gibbs over (z, r) of its observed tokens, eq. 6/7 with phi fixed) and
@@ -132,7 +132,8 @@ def _all_documents(phi_wk, alpha, b_psi, a_psi, R, obs_ptr, obs_words, held_ptr,
                                     held_words[held_ptr[d]:held_ptr[d + 1]], burn_in, samples, state, d)
 
 
-def burst_document_completion(snapshot, test_corpus, holdout="every:5", burn_in=10, samples=40, seed=1, threads=1):
+def burst_document_completion(snapshot, test_corpus, holdout="every:5", burn_in=10, samples=40, seed=1, threads=1,
+                              allow_oov=False):
     """Burst-aware document-completion perplexity of a snapshot with burst_concentration and
     burst_discount; returns the keys of ``document_completion`` (perplexity,
     log_likelihood_per_token, heldout_tokens, documents, ...)."""
@@ -149,7 +150,7 @@ def burst_document_completion(snapshot, test_corpus, holdout="every:5", burn_in=
         raise InputError(f"burst_discount={a_psi!r} must lie in [0, 1)")
     if not (np.all(np.isfinite(alpha)) and np.all(alpha >= 0) and alpha.sum() > 0):
         raise InputError("alpha must be finite, non-negative and not all zero")
-    spec = parse_holdout(holdout)
+    parse_holdout(holdout)
     burn_in, samples, threads = int(burn_in), int(samples), int(threads)
     if burn_in < 0:
         raise InputError(f"--burn-in {burn_in}: must be >= 0")
@@ -159,14 +160,7 @@ def burst_document_completion(snapshot, test_corpus, holdout="every:5", burn_in=
         raise InputError(f"--threads {threads}: must be >= 1")
     started = time.perf_counter()
 
-    split = split_corpus(test_corpus, spec, seed)
-    oov = oov_held = 0
-    model_vocab = tuple(snapshot.vocab)
-    if tuple(test_corpus.vocab) != model_vocab:
-        mapping = vocabulary_map(test_corpus.vocab, model_vocab)
-        split, oov_obs, oov_held = split.drop_words(mapping >= 0)
-        oov = oov_obs + oov_held
-        split = split.map_words(mapping)
+    spec, split, oov, oov_held = heldout_split(test_corpus, tuple(snapshot.vocab), holdout, seed, allow_oov)
 
     D = split.D
     # the burst table needs n up to the largest count of one word among a document's observed tokens

@@ -236,8 +236,7 @@ def open_pairs(reference, vocab=None):
     if _is_zip(p):
         return CoocPairs(load_reference(p))
     if vocab is None:
-        raise InputError("a .pmi reference holds word ids: give their vocabulary with --vocab (or score a "
-                         "MODEL, whose vocabulary is used)", p)
+        raise InputError("a .pmi reference holds word ids: give their vocabulary with --vocab", p)
     return PmiFilePairs(p, vocab)
 
 
@@ -363,6 +362,9 @@ def score_topics(topics, pairs, convention="newman", normalized=False):
         if normalized:
             pairs.matrix([], normalized=True)  # raises the explanation
         pairs.load(set(int(i) for row in ids for i in row if i >= 0))
+        if not pairs.values and any(len(t.words) > 1 for t in topics):
+            raise InputError("not one pair of the topics' words is in this file: is --vocab the vocabulary it was "
+                             "made with?", pairs.path)
     rows = []
     for t, tid in zip(topics, ids):
         M = pairs.matrix(tid, normalized)
@@ -412,7 +414,11 @@ def coherence(reference, topics=None, model=None, vocab=None, top=10, rank="prob
 
         snap = load_model(model)
         topic_list = model_topics(snap, top, rank)
-        pairs = open_pairs(reference, words if words is not None else snap.vocab)
+        if words is None and not _is_zip(Path(reference)) and Path(reference).exists():
+            # the model's own word list is not necessarily the one the file's ids refer to
+            raise InputError("a .pmi reference holds word ids of the vocabulary it was made with: give that "
+                             "vocabulary with --vocab", reference)
+        pairs = open_pairs(reference, words)
     else:
         pairs = open_pairs(reference, words)
         topic_list = read_topics(topics, top, words)

@@ -590,6 +590,9 @@ def source_kind(path, source_format="auto"):
     if not path.exists():
         raise InputError("no such file or directory", path)
     if source_format == "wiki":
+        if not is_dump(path):
+            raise InputError("not a MediaWiki XML dump (no <mediawiki> element at its start; damaged or not "
+                             "decompressible?)", path)
         return "wiki"
     if source_format == "lines":
         if path.is_dir():
@@ -906,8 +909,16 @@ def parse_window(value):
     return w
 
 
+class _NothingCounted(InputError):
+    """The sources gave no document, or no word of the vocabulary: the reference would be all zeros."""
+
+
 class Interrupted(KeyboardInterrupt):
     """SIGINT/SIGTERM during `cooc`: the state was saved; rerunning continues."""
+
+    def __init__(self, message, state_dir=None):
+        super().__init__(message)
+        self.state_dir = state_dir
 
 
 #: test hook: called after each batch is handed to the workers (may raise to simulate a kill)
@@ -924,9 +935,8 @@ class CoocJob:
             raise InputError("no REFERENCE given")
         if int(self.opts.workers) < 1:
             raise InputError(f"--workers {self.opts.workers}: must be at least 1")
-        self.out = Path(out)
-        if self.out.exists() and not self.opts.force:
-            raise InputError("output already exists (use --force to replace it)", self.out)
+        self.out = store.check_output_file(out, self.opts.force, inputs=[*sources, vocab_path])
+        Tokenizer(self.opts.token_pattern)  # a bad pattern is refused before anything is read
         vp = Path(vocab_path)
         if vp.is_dir():
             vp = vp / "vocab.txt"
@@ -937,6 +947,7 @@ class CoocJob:
         self.sources = [Path(s) for s in sources]
         self.kinds = [source_kind(s, self.opts.source_format) for s in self.sources]
         self.state_dir = state_dir_for(self.out)
+        self._check_state_dir()
         self.progress = progress
         tok = Tokenizer(self.opts.token_pattern)
         # vocabulary words the tokenizer never produces (upper case, digits, spaces ...) count 0
@@ -963,11 +974,32 @@ class CoocJob:
                 "done": [False] * len(self.sources), "runs": [], "units": 0, "documents": 0, "tokens": 0,
                 "bytes": [0] * len(self.sources), "seconds": 0.0, "checkpoints": 0}
 
+    def _check_state_dir(self):
+        """OUT.state must be absent or cooc's own partial state (never a user's directory)."""
+        d = self.state_dir
+        if not os.path.lexists(d):
+            return
+        if d.is_symlink() or not d.is_dir():
+            raise InputError("is in the way of cooc's partial state (not a directory of cooc's); move it", d)
+        if any(d.iterdir()):
+            if store.kind_of(d) != "cooc-state":
+                raise InputError("is not a cooc partial state (no .topictool marker); cooc would write its partial "
+                                 "counts here: move it", d)
+            foreign = store.foreign_entries(d, "cooc-state")
+            if foreign:
+                raise InputError(f"holds files cooc did not write ({foreign[0]}); move them", d)
+
     def _load_state(self):
         p = self.state_dir / "state.npz"
-        if self.opts.restart and self.state_dir.exists():
-            shutil.rmtree(self.state_dir)
+        fresh = not self.state_dir.exists()
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = store.DirLock(self.state_dir).acquire("cooc partial state")
+        if fresh or not (self.state_dir / store.MARKER).exists():
+            store.write_marker(self.state_dir, "cooc-state")
+        if self.opts.restart:
+            for f in self.state_dir.iterdir():
+                if f.name not in (store.MARKER, store.LOCK):
+                    f.unlink()
         if not p.exists():
             self.state = self._new_state()
             self.word_units = np.zeros(len(self.vocab), np.int64)
@@ -997,8 +1029,9 @@ class CoocJob:
     def _clean_orphans(self):
         keep = {f.name for name, _ in self.state["runs"] for f in _run_files(self.state_dir, name)}
         keep.add("state.npz")
+        keep.update((store.MARKER, store.LOCK))
         for f in self.state_dir.iterdir():
-            if f.name not in keep:
+            if f.name not in keep and store.own_name(f.name, "cooc-state"):
                 with contextlib.suppress(OSError):
                     f.unlink()
 
@@ -1009,12 +1042,17 @@ class CoocJob:
     # -- running
 
     def run(self):
+        self._lock = None
         try:
             return self._run()
-        except BaseException:
-            if not (self.state_dir / "state.npz").exists():  # nothing saved yet: leave nothing behind
+        except BaseException as e:
+            # nothing saved yet, or nothing worth resuming: leave nothing behind
+            if not (self.state_dir / "state.npz").exists() or isinstance(e, _NothingCounted):
                 shutil.rmtree(self.state_dir, ignore_errors=True)
             raise
+        finally:
+            if self._lock is not None:
+                self._lock.release()
 
     def _run(self):
         t_start = time.perf_counter()
@@ -1073,7 +1111,7 @@ class CoocJob:
             _restore_handlers(old)
         if stop.signal is not None:
             raise Interrupted(f"interrupted by signal {stop.signal}; the partial counts are saved in "
-                              f"{self.state_dir}; run the same command again to continue")
+                              f"{self.state_dir}; run the same command again to continue", self.state_dir)
         summary = self._finish()
         summary["seconds"] = round(self.state["seconds"], 3)
         summary["resumed"] = resumed
@@ -1110,6 +1148,14 @@ class CoocJob:
                         f.unlink()
 
     def _finish(self):
+        st = self.state
+        if st["documents"] == 0:
+            raise _NothingCounted("the reference holds no documents (a MediaWiki dump with no articles, or empty "
+                                  "sources?); nothing written", self.sources[0])
+        if int(self.word_units.sum()) == 0:
+            raise _NothingCounted(f"no word of the vocabulary ({len(self.vocab):,} words, {self.vocab_path}) occurs "
+                                  f"in the {st['documents']:,} reference documents; is it the right vocabulary or "
+                                  f"source format?", self.sources[0])
         runs = [name for name, _ in self.state["runs"]]
         if len(runs) > 1:
             final = merge_into_run(self.state_dir, runs)
@@ -1141,7 +1187,7 @@ class CoocJob:
             "seconds": round(st["seconds"], 3),
         }
         small = dict(
-            vocab=np.array(self.vocab, dtype=str),
+            vocab_utf8=store.encode_words(self.vocab),
             word_counts=self.word_units,
             units=np.int64(st["units"]),
             documents=np.int64(st["documents"]),
@@ -1319,7 +1365,7 @@ class Reference:
         return out
 
 
-_REQUIRED = ("vocab", "word_counts", "pair_keys", "pair_counts", "units", "meta")
+_REQUIRED = ("word_counts", "pair_keys", "pair_counts", "units", "meta")  # and vocab_utf8 (or vocab)
 
 
 def load_reference(path, mmap=True):
@@ -1342,7 +1388,7 @@ def load_reference(path, mmap=True):
         raise InputError("meta is not valid JSON (damaged reference?)", path) from None
     if meta.get("format") != FORMAT:
         raise InputError(f"not a co-occurrence reference (format {meta.get('format')!r})", path)
-    vocab = tuple(str(w) for w in arrays["vocab"])
+    vocab = store.decode_words(arrays, "vocab", path)
     W = len(vocab)
     wc = np.asarray(arrays["word_counts"]).astype(np.int64)
     keys, counts = arrays["pair_keys"], arrays["pair_counts"]

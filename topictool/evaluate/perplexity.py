@@ -242,8 +242,41 @@ def vocabulary_map(test_vocab, model_vocab):
     return np.fromiter((index.get(w, -1) for w in test_vocab), dtype=np.int64, count=len(test_vocab))
 
 
+def heldout_split(test_corpus, model_vocab, holdout, seed, allow_oov=False, W=None, require_heldout=True):
+    """The observed / held-out split of a test corpus over a model's vocabulary.
+
+    Returns (spec, split, oov tokens, oov held-out tokens); the split's word ids
+    index the model's vocabulary. Test tokens whose word the model lacks are an
+    InputError unless ``allow_oov`` (then they are dropped and counted), and so is
+    a hold-out that holds out no token at all (its perplexity would be 0/0).
+    """
+    from ..memory import check_memory
+
+    spec = parse_holdout(holdout)
+    check_memory(24 * int(test_corpus.N), f"splitting {int(test_corpus.N):,} test tokens")
+    split = split_corpus(test_corpus, spec, seed)
+    oov = oov_held = 0
+    if model_vocab is not None and tuple(test_corpus.vocab) != tuple(model_vocab):
+        mapping = vocabulary_map(test_corpus.vocab, model_vocab)
+        split, oov_obs, oov_held = split.drop_words(mapping >= 0)
+        oov = oov_obs + oov_held
+        if oov and not allow_oov:
+            total = max(int(test_corpus.N), 1)
+            raise InputError(f"{oov:,} of {total:,} test tokens ({100.0 * oov / total:.1f}%) are words the model's "
+                             f"vocabulary lacks; prepare the test corpus with the model's vocabulary (prepare "
+                             f"--vocab) or pass --allow-oov to drop them")
+        split = split.map_words(mapping)
+    elif W is not None and test_corpus.W > W:
+        raise InputError(f"the test corpus has {test_corpus.W} words but the model only {W}")
+    if require_heldout and int(split.heldout_ptr[-1]) == 0:
+        raise InputError(f"--holdout {spec} holds out no token of the test corpus ({test_corpus.D:,} documents, "
+                         f"{int(test_corpus.N):,} tokens); choose a smaller every:N or a larger fraction:F")
+    return spec, split, oov, oov_held
+
+
 def document_completion(model, test_corpus, holdout="every:5", burn_in=10, samples=40, method="gibbs",
-                        seed=1, threads=1, alpha=None, tol=1e-6, max_iter=1000, return_theta=False):
+                        seed=1, threads=1, alpha=None, tol=1e-6, max_iter=1000, return_theta=False,
+                        allow_oov=False):
     """Document-completion perplexity of ``model`` on ``test_corpus`` (a Corpus).
 
     model: a Snapshot, or phi (K x W) with ``alpha=`` (K, or a scalar for a
@@ -267,10 +300,10 @@ def document_completion(model, test_corpus, holdout="every:5", burn_in=10, sampl
         from .burst_completion import burst_document_completion
 
         return burst_document_completion(model, test_corpus, holdout=holdout, burn_in=burn_in, samples=samples,
-                                         seed=seed, threads=threads)
+                                         seed=seed, threads=threads, allow_oov=allow_oov)
     phi, alpha, model_vocab = _model_arrays(model, alpha)
     _check_model(phi, alpha)
-    spec = parse_holdout(holdout)
+    parse_holdout(holdout)
     if method not in METHODS:
         raise InputError(f"--method {method!r}: expected one of {', '.join(METHODS)}")
     burn_in, samples, threads = int(burn_in), int(samples), int(threads)
@@ -283,16 +316,9 @@ def document_completion(model, test_corpus, holdout="every:5", burn_in=10, sampl
     K, W = phi.shape
     started = time.perf_counter()
 
-    split = split_corpus(test_corpus, spec, seed)
-    oov = oov_held = 0
-    if model_vocab is not None and tuple(test_corpus.vocab) != model_vocab:
-        mapping = vocabulary_map(test_corpus.vocab, model_vocab)
-        split, oov_obs, oov_held = split.drop_words(mapping >= 0)
-        oov = oov_obs + oov_held
-        split = split.map_words(mapping)
-    elif test_corpus.W > W:
-        raise InputError(f"the test corpus has {test_corpus.W} words but the model only {W}")
-
+    # a fold-in for theta alone (return_theta) may hold nothing out; a perplexity may not
+    spec, split, oov, oov_held = heldout_split(test_corpus, model_vocab, holdout, seed, allow_oov, W,
+                                               require_heldout=not return_theta)
     D = split.D
     phi_wk = np.ascontiguousarray(phi.T)
     theta_out = np.zeros((D if return_theta else 0, K), dtype=np.float64)
@@ -322,7 +348,7 @@ def summarise(loglik, split, D, oov, oov_held, **extra):
     total = float(np.sum(loglik))
     if not np.isfinite(total):
         raise InputError("a held-out token has probability zero under the model (phi has zeros?)")
-    per_token = total / n_held if n_held else float("nan")
+    per_token = total / n_held if n_held else float("nan")  # n_held = 0 only for a fold-in (return_theta)
     return {
         "perplexity": float(np.exp(-per_token)) if n_held else float("nan"),
         "log_likelihood_per_token": per_token,

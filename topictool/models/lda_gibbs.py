@@ -21,7 +21,7 @@ from ..kernels import sparse_lda as kern
 from ..kernels.dirichlet_opt import doc_topic_histograms, learn_parameters, learn_symmetric_concentration
 from ..kernels.rng import make_streams
 from ..snapshot import Snapshot
-from .base import Model
+from .base import NONNEGATIVE, PRIOR, Model
 
 STATE_VERSION = 1
 
@@ -89,6 +89,8 @@ class LdaGibbs(Model):
         "optimize_burn_in": 50,
         "optimize_beta": True,
     }
+    limits = {**Model.limits, "alpha": PRIOR, "beta": PRIOR, "optimize_interval": NONNEGATIVE,
+              "optimize_burn_in": NONNEGATIVE}
 
     def __init__(self, corpus, options, rng_seed, threads=1):
         self._setup(corpus, options, threads)

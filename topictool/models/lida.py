@@ -39,7 +39,7 @@ from ..errors import InputError
 from ..kernels import lida_kernels as kern
 from ..kernels.rng import make_streams
 from ..snapshot import Snapshot
-from .base import Model
+from .base import POSITIVE_INT, PRIOR, Model
 
 STATE_VERSION = 1
 VARIANTS = ("lida", "ftm", "stm", "lda")
@@ -77,6 +77,9 @@ class LidaGibbs(Model):
         "nonparametric": False,
         "initial_topics": 10,
     }
+    limits = {**Model.limits, **{k: PRIOR for k in ("alpha", "beta", "eta", "delta", "gamma", "lam")},
+              "initial_topics": POSITIVE_INT}
+    doc_topic_bytes = 1
 
     def __init__(self, corpus, options, rng_seed, threads=1):
         self._setup(corpus, options, threads)

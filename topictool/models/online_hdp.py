@@ -59,7 +59,7 @@ from ..errors import InputError
 from ..kernels import online_hdp_kernels as kern
 from ..kernels.rng import make_streams, uniform
 from ..snapshot import Snapshot
-from .base import Model
+from .base import NONNEGATIVE, PRIOR, Model
 from .split_merge import Minibatch, MoveState, combine, run_moves
 
 STATE_VERSION = 1
@@ -285,6 +285,9 @@ class _VariationalHdp(Model):
     """What the three models share: options, lambda/beta*/hyperparameters, snapshot, bound."""
 
     eval_method = "vb"
+    limits = {**Model.limits, "alpha": PRIOR, "gamma": PRIOR, "eta": PRIOR, "hyper_burn_in": NONNEGATIVE,
+              "local_tol": PRIOR, "tau": NONNEGATIVE}
+    doc_topic_bytes = 0  # hdp-batch keeps theta (D x K) dense: see BatchHdp
     equal_start = True   # initial beta*: equal shares (fixed truncation) or the GEM prior mean
     defaults = {
         "K": 100,
@@ -677,6 +680,7 @@ class BatchHdp(_VariationalHdp):
 
     name = "hdp-batch"
     defaults = dict(_VariationalHdp.defaults)
+    doc_topic_bytes = 8
 
     def __init__(self, corpus, options, rng_seed, threads=1):
         self._setup(corpus, options, threads)

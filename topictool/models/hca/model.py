@@ -23,7 +23,7 @@ from ...errors import InputError
 from ...kernels.rng import make_streams
 from ...kernels.stirling import StirlingTable, sorted_pairs
 from ...snapshot import Snapshot
-from ..base import Model
+from ..base import DISCOUNT, NONNEGATIVE, PRIOR, Model
 from . import hyper as hp
 from . import sampler as smp
 from .burst import burst_statistics, max_in_document_count, max_slots
@@ -55,6 +55,10 @@ class HcaGibbs(Model):
     """Base class; subclasses set name, defaults and WORD_MODE."""
 
     WORD_MODE = smp.WORD_DIRICHLET
+    limits = {**Model.limits, **{k: PRIOR for k in (*CONCENTRATIONS, "beta")},
+              **{k: DISCOUNT for k in DISCOUNTS}, "sample_hyper_every": NONNEGATIVE,
+              "sample_discount_every": NONNEGATIVE}
+    doc_topic_bytes = 4
 
     # -- construction -----------------------------------------------------------
 
