@@ -51,6 +51,9 @@ from topictool.errors import InputError, TopicToolError
 
 from .download import USER_AGENT, download, file_digests, verify_file
 
+# WORK/source: the documents of a data set's own train/test split, as text (write_splits)
+store.register_kind("data-prep-splits", ("*.txt", "*.ids", "*.labels"), "data_prep split folder")
+
 
 # ---------------------------------------------------------------------------
 # what a recipe is given
@@ -378,7 +381,7 @@ def _reason(e):
 def write_splits(directory, splits):
     """WORK/source/{part}.txt/.ids/.labels for each part: a list of (id, labels, text).
     The whole directory is replaced at once."""
-    with store.staged_directory(directory, force=True) as stage:
+    with store.staged_directory(directory, force=True, kind="data-prep-splits") as stage:
         for part, docs in splits.items():
             with store.atomic_open(stage / f"{part}.txt", "w") as txt, \
                     store.atomic_open(stage / f"{part}.ids", "w") as ids, \

@@ -54,23 +54,29 @@ LOCK = ".topictool.lock"
 # directory holding anything else is not replaced by --force: it holds the user's files.
 _OWN_FILES = {
     "corpus": ("corpus.json", "vocab.txt", "train.npz", "test.npz", "truth.npz", "train.ldac", "test.ldac",
-               "docword.train.txt", "docword.test.txt", "vocab.train.txt", "vocab.test.txt"),
+               "docword.train.txt", "docword.test.txt", "vocab.train.txt", "vocab.test.txt",
+               "data_prep.json"),  # the record data_prep/ adds to the corpora it makes
     "run": ("run.json", "metrics.jsonl", "model.npz", "vocab.txt", "checkpoints", "checkpoints/iter-*.npz",
             "checkpoints/.*.tmp"),
     "cooc-state": ("state.npz", "run-*.keys", "run-*.counts", ".run-*.tmp"),
 }
 _ALWAYS_OWN = (MARKER, LOCK, ".*.tmp")
-KINDS = tuple(_OWN_FILES)
 _KIND_NAMES = {"corpus": "prepared corpus", "run": "run directory", "cooc-state": "cooc partial state"}
+
+
+def register_kind(kind, own_files, label):
+    """Make another kind of directory known to the output rule (data_prep's work folders)."""
+    _OWN_FILES[kind] = tuple(own_files)
+    _KIND_NAMES[kind] = label
 
 
 # ---------------------------------------------------------------------------
 # permissions
 
 
-@functools.cache
 def umask():
-    """The process umask (read without changing it where /proc allows)."""
+    """The process umask (read without changing it where /proc allows; not cached, so a
+    caller's os.umask() between two writes is honoured)."""
     try:
         with open("/proc/self/status", encoding="ascii") as f:
             for line in f:
@@ -272,8 +278,11 @@ def _check_parent(path):
         raise InputError(f"cannot create the output: no permission to write in {a}", path)
 
 
-def _check_not_input(out, inputs):
+def _check_not_input(out, inputs, file_output=False):
+    """The output must not be an input, nor hold one; an existing output file must not lie
+    inside an input directory either (``snapshot RUN -o RUN/model.npz``)."""
     real_out = _real(out)
+    exists = os.path.lexists(out)
     for p in inputs or ():
         if p is None or not os.path.lexists(p):
             continue
@@ -281,6 +290,8 @@ def _check_not_input(out, inputs):
         if _is_within(real_in, real_out):
             what = "is" if real_in == real_out else "holds"
             raise InputError(f"the output {what} an input of this command ({p}); choose another output", out)
+        if file_output and exists and real_in.is_dir() and _is_within(real_out, real_in):
+            raise InputError(f"the output is a file of an input of this command ({p}); choose another output", out)
 
 
 def check_output_file(path, force=False, inputs=()):
@@ -298,7 +309,7 @@ def check_output_file(path, force=False, inputs=()):
             raise InputError("output already exists (use --force to replace it)", path)
         if not os.access(p, os.W_OK):
             raise InputError("output exists and is not writable", path)
-    _check_not_input(p, inputs)
+    _check_not_input(p, inputs, file_output=True)
     return Path(path)
 
 
@@ -311,7 +322,7 @@ def kind_of(directory):
             kind = json.loads(marker.read_text("utf-8")).get("kind")
         except (ValueError, OSError, AttributeError):
             return None
-        return kind if kind in KINDS else None
+        return kind if kind in _OWN_FILES else None
     # directories written before the marker existed
     for kind, name, keys in (("run", "run.json", ("format_version", "topictool_version", "spec")),
                              ("corpus", "corpus.json", ("format_version", "topictool_version"))):
@@ -389,10 +400,12 @@ def check_output_dir(path, force=False, kind="corpus", inputs=(), resume_hint=Fa
 
 
 class DirLock:
-    """An exclusive flock on DIR/.topictool.lock, holding the owner's pid.
+    """An exclusive flock on DIR/.topictool.lock (an empty file).
 
     The kernel releases it when the process ends in any way, kill -9 included,
-    so a stale lock never blocks; a second writer is refused with the pid.
+    so a stale lock never blocks; a second writer is refused with the holder's pid,
+    which the kernel reports (/proc/locks): the file is never written, so locking
+    an old directory to replace it changes nothing in it.
     """
 
     def __init__(self, directory):
@@ -408,7 +421,7 @@ class DirLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = _read_pid(fd)
+                holder = _holder_pid(fd)
                 os.close(fd)
                 raise InputError(f"this {what} is in use by another topictool process (pid {holder}); wait for it "
                                  f"to finish or stop it first", self.directory) from None
@@ -419,8 +432,6 @@ class DirLock:
             except FileNotFoundError:
                 same = False
             if same:
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
                 self.fd = fd
                 return self
             os.close(fd)
@@ -438,12 +449,25 @@ class DirLock:
         self.release()
 
 
-def _read_pid(fd):
+def _holder_pid(fd):
+    """The pid holding a flock on the file open as ``fd``, from /proc/locks (Linux)."""
+    st = os.fstat(fd)
+    want = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
     try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        with open("/proc/locks", encoding="ascii") as f:
+            for line in f:
+                fields = line.split()
+                if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
+                    continue
+                dev = fields[5].split(":")
+                try:
+                    if (int(dev[0], 16), int(dev[1], 16), int(dev[2])) == want:
+                        return fields[4]
+                except (ValueError, IndexError):
+                    continue
     except OSError:
-        return "unknown"
-    return text if text.isdigit() else "unknown"
+        pass
+    return "unknown"
 
 
 def lock_held(directory):

@@ -86,16 +86,17 @@ def train(spec, out, force=False, echo=None):
     ``force``, and only once the new run has written its first checkpoint)."""
     cls = registry.get(spec.model)
     output = store.DirectoryOutput(out, force, kind="run", inputs=[spec.corpus, spec.test], resume_hint=True)
-    corpus, test = _load_inputs(spec, cls)
-    model = cls(corpus, spec.options, spec.seed, threads=spec.threads)
-    output.open()
-    try:
-        return _start(output, spec, cls, model, corpus, test, echo)
-    except BaseException:
-        output.abort()
-        raise
-    finally:
-        output.close()
+    with _StopFlag() as output.stop:
+        corpus, test = _load_inputs(spec, cls)
+        model = cls(corpus, spec.options, spec.seed, threads=spec.threads)
+        output.open()
+        try:
+            return _start(output, spec, cls, model, corpus, test, echo)
+        except BaseException:
+            output.abort()
+            raise
+        finally:
+            output.close()
 
 
 def _start(output, spec, cls, model, corpus, test, echo):
@@ -155,26 +156,32 @@ def resume(run, more=None, threads=None, echo=None):
     spec.corpus = info["corpus"]["path"]
     spec.test = (info.get("test") or {}).get("path")
     output = _Resumed(run)
-    output.lock.acquire("run directory")
-    try:
-        corpus, test = _load_inputs(spec, cls)
-        if corpus.sha256() != info["corpus"]["sha256"]:
-            raise InputError("the corpus has changed since this run started (checksum differs)",
-                             info["corpus"]["path"])
-        warn = echo or (lambda m: print(f"topictool: warning: {m}", file=sys.stderr))
-        path, meta, arrays = store.latest_checkpoint(run, warn=warn)
-        if meta.get("model") != spec.model:
-            raise InputError(f"checkpoint is of model {meta.get('model')}, run.json says {spec.model}", path)
-        done = int(meta["iteration"])
-        model = cls.from_state(corpus, spec.options, arrays, threads=spec.threads)
-        target = done + more if more is not None else info["iterations_target"]
-        info["iterations_target"] = max(target, done)
-        # Metrics after the checkpoint belong to iterations that will be redone.
-        store.rewrite_jsonl(run / "metrics.jsonl", store.read_jsonl(run / "metrics.jsonl", upto_iteration=done))
-        info["seconds_total"] = float(meta.get("seconds_total", info.get("seconds_total", 0.0)))
-        return _loop(output, info, spec, model, corpus, test, done, target, echo)
-    finally:
-        output.lock.release()
+    with _StopFlag() as output.stop:
+        output.lock.acquire("run directory")
+        try:
+            return _resume(output, info, spec, cls, more, echo)
+        finally:
+            output.lock.release()
+
+
+def _resume(output, info, spec, cls, more, echo):
+    run = output.path
+    corpus, test = _load_inputs(spec, cls)
+    if corpus.sha256() != info["corpus"]["sha256"]:
+        raise InputError("the corpus has changed since this run started (checksum differs)",
+                         info["corpus"]["path"])
+    warn = echo or (lambda m: print(f"topictool: warning: {m}", file=sys.stderr))
+    path, meta, arrays = store.latest_checkpoint(run, warn=warn)
+    if meta.get("model") != spec.model:
+        raise InputError(f"checkpoint is of model {meta.get('model')}, run.json says {spec.model}", path)
+    done = int(meta["iteration"])
+    model = cls.from_state(corpus, spec.options, arrays, threads=spec.threads)
+    target = done + more if more is not None else info["iterations_target"]
+    info["iterations_target"] = max(target, done)
+    # Metrics after the checkpoint belong to iterations that will be redone.
+    store.rewrite_jsonl(run / "metrics.jsonl", store.read_jsonl(run / "metrics.jsonl", upto_iteration=done))
+    info["seconds_total"] = float(meta.get("seconds_total", info.get("seconds_total", 0.0)))
+    return _loop(output, info, spec, model, corpus, test, done, target, echo)
 
 
 def model_bytes(model):
@@ -187,18 +194,30 @@ def model_bytes(model):
 
 
 class _StopFlag:
+    """SIGTERM/SIGINT set a flag the loop reads between steps (a cluster's preemption
+    then ends in a checkpoint and exit 0). Installed before the run directory is
+    touched, so a signal during set-up is honoured the same way."""
+
     def __init__(self):
         self.signal = None
+        self._old = {}
 
     def __call__(self, signum, frame):
         self.signal = signum
+
+    def __enter__(self):
+        self._old = {s: signal.signal(s, self) for s in (signal.SIGTERM, signal.SIGINT)}
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self._old.items():
+            signal.signal(s, h)
 
 
 def _loop(output, info, spec, model, corpus, test, done, target, echo):
     """Steps ``done+1 .. target``; writes into ``output.path`` (``output.commit()`` after a
     checkpoint puts a staged run in place of the one it replaces)."""
-    stop = _StopFlag()
-    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    stop = output.stop
     reporter = Progress(done, target, spec.log_every)
     seconds_total = float(info.get("seconds_total", 0.0))
     it = done
@@ -230,8 +249,6 @@ def _loop(output, info, spec, model, corpus, test, done, target, echo):
                 _checkpoint(output, info, spec, model, it, seconds_total)
                 last_ckpt = it
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
         reporter.close()
     if it != last_ckpt or not store.list_checkpoints(output.path):
         _checkpoint(output, info, spec, model, it, seconds_total)

@@ -50,7 +50,7 @@ def command(references, vocab, out, window, workers, source_format, include, enc
     from ..evaluate.cooc import CoocOptions, Interrupted, build_reference
 
     opts = CoocOptions(window=window, workers=workers, source_format=source_format, encoding=encoding,
-                       errors=errors, include=include, token_pattern=token_pattern or DEFAULT_PATTERN,
+                       errors=errors, include=include, token_pattern=DEFAULT_PATTERN if token_pattern is None else token_pattern,
                        checkpoint_seconds=checkpoint_seconds, memory_mb=memory_mb, restart=restart, force=force)
     try:
         summary = build_reference(list(references), vocab, out, opts)

@@ -45,7 +45,7 @@ def command(sources, out, fmt, stopwords, min_count, min_df, max_df, test_fracti
 
     opts = PrepareOptions(format=fmt, stopwords=stopwords, min_count=min_count, min_df=min_df, max_df=max_df,
                           test_fraction=test_fraction, seed=seed, vocab=vocab, encoding=encoding, errors=errors,
-                          token_pattern=token_pattern or DEFAULT_PATTERN, source_format=source_format,
+                          token_pattern=DEFAULT_PATTERN if token_pattern is None else token_pattern, source_format=source_format,
                           include=include)
     t0 = time.perf_counter()
     manifest = prepare(list(sources), out, opts, force=force)

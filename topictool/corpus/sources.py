@@ -2,6 +2,7 @@
 import bz2
 import gzip
 import os
+import zlib
 from pathlib import Path
 
 from ..errors import InputError
@@ -25,12 +26,61 @@ def open_binary(path):
         raise InputError("is a directory, expected a file", path)
     try:
         if path.name.endswith(".gz"):
-            return gzip.open(path, "rb")
+            return CheckedStream(gzip.open(path, "rb"), path, "gzip")
         if path.name.endswith(".bz2"):
-            return bz2.open(path, "rb")
+            return CheckedStream(bz2.open(path, "rb"), path, "bzip2")
         return open(path, "rb")
     except OSError as e:
         raise InputError(f"cannot open: {e.strerror or e}", path) from None
+
+
+#: what a damaged or fake compressed stream raises while it is read
+DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error, ValueError)
+
+
+class CheckedStream:
+    """A decompressing binary stream whose read errors (a truncated or fake .gz/.bz2)
+    are InputErrors naming the file, not tracebacks."""
+
+    def __init__(self, f, path, what):
+        self._f, self.path, self.what = f, Path(path), what
+
+    def _call(self, fn, *args):
+        try:
+            return fn(*args)
+        except DECOMPRESSION_ERRORS as e:
+            if isinstance(e, InputError):
+                raise
+            raise InputError(f"not a readable compressed file (damaged, or not {self.what} data: {e})",
+                             self.path) from None
+
+    def read(self, *args):
+        return self._call(self._f.read, *args)
+
+    def readline(self, *args):
+        return self._call(self._f.readline, *args)
+
+    def readlines(self, *args):
+        return self._call(self._f.readlines, *args)
+
+    def __iter__(self):
+        while True:
+            line = self.readline()
+            if not line:
+                return
+            yield line
+
+    def tell(self):
+        return self._f.tell()
+
+    def close(self):
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def read_lines(path, encoding="utf-8", errors="strict"):

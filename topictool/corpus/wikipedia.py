@@ -68,11 +68,13 @@ def open_dump(path):
         raw = open(path, "rb")
     except OSError as e:
         raise InputError(f"cannot open: {e.strerror or e}", path) from None
+    from .sources import CheckedStream
+
     name = path.name.lower()
     if name.endswith(".bz2"):
-        return bz2.BZ2File(raw), raw
+        return CheckedStream(bz2.BZ2File(raw), path, "bzip2"), raw
     if name.endswith(".gz"):
-        return gzip.GzipFile(fileobj=raw), raw
+        return CheckedStream(gzip.GzipFile(fileobj=raw), path, "gzip"), raw
     return raw, raw
 
 
