@@ -308,6 +308,37 @@ def test_the_largest_allowed_priors_train_to_finite_numbers(model, work):
         assert row["test_perplexity"] is not None and np.isfinite(row["test_perplexity"]), row
 
 
+HUGE = "99999999999999999999"
+
+
+def test_numbers_out_of_range_are_refused(work):
+    w = work
+    train = ["train", w / "corpus", "-K", "3", "-n", "1", "-o", w / "new"]
+    cases = [
+        train + ["-m", "lda-gibbs", "--threads", HUGE],
+        train + ["-m", "lda-gibbs", "--seed", "-1"],
+        ["train", w / "corpus", "-m", "lda-gibbs", "-n", HUGE, "-o", w / "new"],
+        train + ["-m", "lda-svi", "--set", "tau0=0"],
+        train + ["-m", "lda-scvb0", "--set", "tau_phi=-0"],
+        train + ["-m", "hdp-online", "--set", "tau=0"],
+        train + ["-m", "hdp-online", "--set", f"local_iterations={HUGE}"],
+        train + ["-m", "lda-svi", "--set", f"minibatch={HUGE}"],
+        ["evaluate", w / "model.npz", w / "corpus", "--samples", HUGE],
+        ["evaluate", w / "model.npz", w / "corpus", "--holdout", f"every:{HUGE}"],
+        ["synth", "lda", "-K", HUGE, "-o", w / "new"],
+        ["synth", "bars", "--side", HUGE, "-o", w / "new"],
+        ["cooc", w / "texts", "--vocab", w / "words", "-o", w / "ref.npz", "--window", HUGE],
+        ["prepare", w / "texts", "-o", w / "new", "--seed", "-1"],
+        ["prepare", w / "texts", "-o", w / "new", "--stopwords", w / "texts"],
+    ]
+    (w / "big.ldac").write_text(f"1 0:{HUGE}\n")
+    (w / "big.vocab").write_text("a\n")
+    cases += [["prepare", w / "big.ldac", "-o", w / "new"], ["train", w / "big.ldac", "-m", "lda-gibbs", "-o", w / "new"],
+              ["evaluate", w / "model.npz", w / "big.ldac", "--allow-oov"]]
+    for args in cases:
+        refused(args, w)
+
+
 def test_holdouts_are_checked_before_training(work):
     w = work
     train = ["train", w / "corpus", "-m", "lda-gibbs", "-K", "3", "-n", "2", "-o", w / "new", "--test", w / "corpus"]

@@ -153,7 +153,9 @@ def one_line_exit_2(r, text):
 
 
 def test_train_errors(small, tmp_path):
-    one_line_exit_2(run("train", small, "-m", "lda-gibbs", "-K", "0", "-o", tmp_path / "a"), "-K must be at least 1")
+    one_line_exit_2(run("train", small, "-m", "lda-gibbs", "-K", "0", "-o", tmp_path / "a"), "0 is not in the range")
+    one_line_exit_2(run("train", small, "-m", "lda-gibbs", "--set", "K=0", "-o", tmp_path / "a"),
+                    "-K must be at least 1")
     one_line_exit_2(run("train", small, "-m", "nope", "-o", tmp_path / "a"), "unknown model 'nope'")
     one_line_exit_2(run("train", small, "-m", "lda-gibbs", "--set", "colour=red", "-o", tmp_path / "a"),
                     "unknown option 'colour'")

@@ -55,7 +55,11 @@ def _split(rng, truth_theta, phi, D, D_test, lengths, vocab):
 
 def _check_positive(**kw):
     for k, v in kw.items():
-        if v is None or not (v > 0) or not np.isfinite(v) or v > 1e12:
+        try:
+            ok = v is not None and 0 < float(v) <= 1e12
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
             raise InputError(f"--{k.replace('_', '-')} must be a positive number (at most 1e12), got {v}")
 
 

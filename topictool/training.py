@@ -383,8 +383,9 @@ def load_config(path):
         if k not in top:
             continue
         v = top[k]
-        if isinstance(v, bool) or not isinstance(v, kind) or (low is not None and v < low):
-            want = "a string" if kind is str else f"an integer >= {low}" if low is not None else "an integer"
+        high = _CONFIG_MAX.get(k)
+        if isinstance(v, bool) or not isinstance(v, kind) or (low is not None and v < low) or (high and v > high):
+            want = "a string" if kind is str else f"an integer in [{low}, {high}]"
             raise InputError(f"{k} = {v!r}: expected {want}", path)
     for k, v in cfg.items():
         if isinstance(v, dict):
@@ -403,8 +404,9 @@ def load_config(path):
 
 
 # the top-level keys of a config that are not model options: type, lower bound
-_CONFIG_TYPES = {"model": (str, None), "K": (int, 1), "iterations": (int, 0), "seed": (int, None),
+_CONFIG_TYPES = {"model": (str, None), "K": (int, 1), "iterations": (int, 0), "seed": (int, 0),
                  "threads": (int, 1)}
+_CONFIG_MAX = {"K": 2**31 - 1, "iterations": 2**31 - 1, "seed": 2**64 - 1, "threads": 1024}
 
 
 def _toml_line(e):

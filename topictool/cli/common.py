@@ -6,6 +6,14 @@ import click
 from ..errors import InputError
 
 
+# the ranges of the integer options every command shares (larger values only overflow
+# the int32/int64 arrays they size, far from where anyone needs them)
+COUNT = click.IntRange(0, 2**31 - 1)
+POSITIVE = click.IntRange(1, 2**31 - 1)
+SEED = click.IntRange(0, 2**64 - 1)
+THREADS = click.IntRange(1, 1024)
+
+
 def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(f)
 

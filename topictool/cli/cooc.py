@@ -2,7 +2,7 @@
 
 import click
 
-from .common import emit_json, force_option, json_option, print_table
+from .common import THREADS, emit_json, force_option, json_option, print_table
 
 
 @click.command("cooc", short_help="Count word co-occurrences in a reference corpus (for pmi).")
@@ -14,7 +14,7 @@ from .common import emit_json, force_option, json_option, print_table
               help="Reference file to write (REF.npz).")
 @click.option("--window", default="10", show_default=True,
               help="Sliding window of this many tokens (Newman et al. 2010), or 'doc' for whole documents.")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
+@click.option("--workers", default=1, show_default=True, type=THREADS,
               help="Counting processes (the main process reads and decompresses).")
 @click.option("--source-format", type=click.Choice(["auto", "wiki", "lines", "files"]), default="auto",
               show_default=True,
@@ -28,7 +28,7 @@ from .common import emit_json, force_option, json_option, print_table
               help="Regular expression of a token (as for prepare; default: prepare's).")
 @click.option("--checkpoint-every", "checkpoint_seconds", default=300.0, show_default=True,
               type=click.FloatRange(min=0), help="Seconds between saves of the partial state.")
-@click.option("--memory", "memory_mb", default=2048, show_default=True, type=click.IntRange(min=64),
+@click.option("--memory", "memory_mb", default=2048, show_default=True, type=click.IntRange(64, 2**40),
               help="MB for pair counts in memory, all workers together; more are spilled to disk.")
 @click.option("--restart", is_flag=True, help="Discard the partial state of an earlier run and start over.")
 @force_option

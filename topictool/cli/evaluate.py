@@ -1,7 +1,7 @@
 """topictool evaluate: document-completion perplexity of a model on test documents."""
 import click
 
-from .common import emit_json, json_option, print_table
+from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, json_option, print_table
 
 
 @click.command("evaluate", short_help="Document-completion perplexity of a model on test documents.")
@@ -10,14 +10,14 @@ from .common import emit_json, json_option, print_table
 @click.option("--holdout", default="every:5", show_default=True,
               help="Which tokens of each test document are held out: every:N (every N-th token of a "
                    "seeded random order) or fraction:F (a random F of them).")
-@click.option("--burn-in", default=10, show_default=True, type=click.IntRange(min=0),
+@click.option("--burn-in", default=10, show_default=True, type=COUNT,
               help="Gibbs fold-in sweeps discarded before sampling theta.")
-@click.option("--samples", default=40, show_default=True, type=click.IntRange(min=1),
+@click.option("--samples", default=40, show_default=True, type=POSITIVE,
               help="Gibbs fold-in sweeps whose theta estimates are averaged.")
 @click.option("--method", type=click.Choice(["gibbs", "vb"]), default="gibbs", show_default=True,
               help="Fold-in: collapsed Gibbs (as hca) or the variational fixed point.")
-@click.option("--seed", default=1, show_default=True, type=int, help="Seed of the hold-out split and the sampler.")
-@click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1),
+@click.option("--seed", default=1, show_default=True, type=SEED, help="Seed of the hold-out split and the sampler.")
+@click.option("--threads", default=1, show_default=True, type=THREADS,
               help="Threads (the result does not depend on it).")
 @click.option("--vocab", type=click.Path(dir_okay=False),
               help="Vocabulary of TEST when it is an LdaC/UCI file (default: found beside it).")

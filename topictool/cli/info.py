@@ -3,12 +3,12 @@ from pathlib import Path
 
 import click
 
-from .common import emit_json, json_option, print_table
+from .common import COUNT, emit_json, json_option, print_table
 
 
 @click.command("info", short_help="Effective number of topics and per-topic diagnostics of a model or run.")
 @click.argument("model")
-@click.option("--top", default=5, show_default=True, type=click.IntRange(min=0),
+@click.option("--top", default=5, show_default=True, type=COUNT,
               help="Top words (term-score) shown per topic in the table.")
 @json_option
 def command(model, top, as_json):

@@ -13,7 +13,7 @@ from .common import emit_json, json_option, print_table
               help="REF.npz from `topictool cooc`, or an hca-style PMI file ('id1 id2 pmi' per line, .gz ok).")
 @click.option("--vocab", help="Vocabulary of word ids (in a .pmi file or a topics file): one word per line or "
                               "hca .words. Default for a MODEL: its own vocabulary.")
-@click.option("--top", default=10, show_default=True, type=click.IntRange(min=2), help="Top words per topic.")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(2, 2**31 - 1), help="Top words per topic.")
 @click.option("--rank", type=click.Choice(["prob", "term-score", "lift"]), default="prob", show_default=True,
               help="How a MODEL's top words are chosen (see `topictool topics`).")
 @click.option("--convention", type=click.Choice(["newman", "hca"]), default="newman", show_default=True,

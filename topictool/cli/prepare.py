@@ -3,7 +3,7 @@ import time
 
 import click
 
-from .common import emit_json, force_option, json_option, print_table
+from .common import POSITIVE, SEED, emit_json, force_option, json_option, print_table
 
 
 @click.command("prepare", short_help="Prepare a corpus from text, LdaC or UCI sources.")
@@ -13,15 +13,15 @@ from .common import emit_json, force_option, json_option, print_table
               show_default=True, help="Also export the splits as LdaC and/or UCI files.")
 @click.option("--stopwords", default=None,
               help="english, none, or a file of words. [default: english for text, none for LdaC/UCI]")
-@click.option("--min-count", default=5, show_default=True, type=click.IntRange(min=1),
+@click.option("--min-count", default=5, show_default=True, type=POSITIVE,
               help="Drop words seen fewer times in the whole corpus.")
-@click.option("--min-df", default=1, show_default=True, type=click.IntRange(min=1),
+@click.option("--min-df", default=1, show_default=True, type=POSITIVE,
               help="Drop words in fewer documents.")
 @click.option("--max-df", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Drop words in more documents (a fraction if <= 1, else a count).")
 @click.option("--test-fraction", default=0.2, show_default=True, type=click.FloatRange(0, 1, max_open=True),
               help="Fraction of documents held out as test.npz.")
-@click.option("--seed", default=1, show_default=True, type=int, help="Seed of the train/test split.")
+@click.option("--seed", default=1, show_default=True, type=SEED, help="Seed of the train/test split.")
 @click.option("--vocab", type=click.Path(dir_okay=False),
               help="Vocabulary: the fixed vocabulary for text sources (other tokens dropped; no pruning "
                    "or stop words), or the vocabulary of an LdaC file (default: found beside it).")

@@ -1,7 +1,7 @@
 """topictool snapshot: a model file from a run, or imported from another tool."""
 import click
 
-from .common import emit_json, force_option, json_option
+from .common import COUNT, emit_json, force_option, json_option
 
 
 class _RunOrSubcommand(click.Group):
@@ -21,7 +21,7 @@ def command():
 
 @command.command("run", hidden=True)
 @click.argument("run", type=click.Path(exists=False))
-@click.option("--iteration", type=int, help="Checkpoint iteration (default: the latest).")
+@click.option("--iteration", type=COUNT, help="Checkpoint iteration (default: the latest).")
 @click.option("-o", "--output", "out", required=True, help="Snapshot .npz to write.")
 @force_option
 @json_option

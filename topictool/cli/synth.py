@@ -3,7 +3,7 @@ import functools
 
 import click
 
-from .common import emit_json, force_option, json_option
+from .common import COUNT, POSITIVE, SEED, emit_json, force_option, json_option
 
 
 @click.group("synth", short_help="Generate synthetic corpora with known truth (bars, lda, hdp, lida).")
@@ -14,7 +14,7 @@ def command():
 
 def _common(f):
     @click.option("-o", "--output", "out", required=True, help="Corpus directory to create.")
-    @click.option("--seed", default=1, show_default=True, type=int)
+    @click.option("--seed", default=1, show_default=True, type=SEED)
     @click.option("--format", "fmt", type=click.Choice(["none", "ldac", "uci", "both"]), default="none",
                   show_default=True, help="Also export LdaC and/or UCI files.")
     @force_option
@@ -49,11 +49,11 @@ def _write(name, params, out, fmt, force, as_json, generated):
 
 
 @command.command("bars")
-@click.option("--documents", default=2000, show_default=True, type=int, help="Training documents.")
-@click.option("--test-documents", default=200, show_default=True, type=click.IntRange(min=0))
-@click.option("--length", default=250, show_default=True, type=int, help="Words per document.")
+@click.option("--documents", default=2000, show_default=True, type=POSITIVE, help="Training documents.")
+@click.option("--test-documents", default=200, show_default=True, type=COUNT)
+@click.option("--length", default=250, show_default=True, type=POSITIVE, help="Words per document.")
 @click.option("--alpha", default=1.0, show_default=True, type=float, help="Dirichlet parameter of the mixtures.")
-@click.option("--side", default=10, show_default=True, type=int, help="Grid side: side^2 words, 2*side topics.")
+@click.option("--side", default=10, show_default=True, type=POSITIVE, help="Grid side: side^2 words, 2*side topics.")
 @_common
 def bars_cmd(documents, test_documents, length, alpha, side, out, seed, fmt, force, as_json):
     """Griffiths-Steyvers bars: a 10x10 grid (V=100) and 20 topics, one per row and column."""
@@ -64,11 +64,11 @@ def bars_cmd(documents, test_documents, length, alpha, side, out, seed, fmt, for
 
 
 @command.command("lda")
-@click.option("-K", "--topics", default=10, show_default=True, type=int)
-@click.option("-V", "--vocab-size", default=500, show_default=True, type=int)
-@click.option("--documents", default=1000, show_default=True, type=int)
-@click.option("--test-documents", default=100, show_default=True, type=click.IntRange(min=0))
-@click.option("--length", default=100, show_default=True, type=int, help="Words per document (mean if --poisson-length).")
+@click.option("-K", "--topics", default=10, show_default=True, type=POSITIVE)
+@click.option("-V", "--vocab-size", default=500, show_default=True, type=POSITIVE)
+@click.option("--documents", default=1000, show_default=True, type=POSITIVE)
+@click.option("--test-documents", default=100, show_default=True, type=COUNT)
+@click.option("--length", default=100, show_default=True, type=POSITIVE, help="Words per document (mean if --poisson-length).")
 @click.option("--alpha", default="0.1", show_default=True, help="Symmetric value, or K comma-separated values.")
 @click.option("--beta", default=0.01, show_default=True, type=float)
 @click.option("--poisson-length", is_flag=True, help="Draw document lengths from Poisson(--length).")
@@ -84,14 +84,14 @@ def lda_cmd(topics, vocab_size, documents, test_documents, length, alpha, beta, 
 
 
 @command.command("hdp")
-@click.option("-T", "--truncation", default=50, show_default=True, type=int, help="Number of stick-breaking topics.")
+@click.option("-T", "--truncation", default=50, show_default=True, type=POSITIVE, help="Number of stick-breaking topics.")
 @click.option("--gamma", default=5.0, show_default=True, type=float, help="GEM concentration of the global weights.")
 @click.option("--alpha", default=1.0, show_default=True, type=float, help="Document-level DP concentration.")
 @click.option("--eta", default=0.05, show_default=True, type=float, help="Dirichlet parameter of the topics.")
-@click.option("-V", "--vocab-size", default=500, show_default=True, type=int)
-@click.option("--documents", default=1000, show_default=True, type=int)
-@click.option("--test-documents", default=100, show_default=True, type=click.IntRange(min=0))
-@click.option("--length", default=100, show_default=True, type=int)
+@click.option("-V", "--vocab-size", default=500, show_default=True, type=POSITIVE)
+@click.option("--documents", default=1000, show_default=True, type=POSITIVE)
+@click.option("--test-documents", default=100, show_default=True, type=COUNT)
+@click.option("--length", default=100, show_default=True, type=POSITIVE)
 @_common
 def hdp_cmd(truncation, gamma, alpha, eta, vocab_size, documents, test_documents, length, out, seed, fmt, force,
             as_json):
@@ -104,11 +104,11 @@ def hdp_cmd(truncation, gamma, alpha, eta, vocab_size, documents, test_documents
 
 
 @command.command("lida")
-@click.option("-K", "--topics", default=20, show_default=True, type=int)
-@click.option("-V", "--vocab-size", default=500, show_default=True, type=int)
-@click.option("--documents", default=1000, show_default=True, type=int)
-@click.option("--test-documents", default=100, show_default=True, type=click.IntRange(min=0))
-@click.option("--length", default=100, show_default=True, type=int, help="Words per document.")
+@click.option("-K", "--topics", default=20, show_default=True, type=POSITIVE)
+@click.option("-V", "--vocab-size", default=500, show_default=True, type=POSITIVE)
+@click.option("--documents", default=1000, show_default=True, type=POSITIVE)
+@click.option("--test-documents", default=100, show_default=True, type=COUNT)
+@click.option("--length", default=100, show_default=True, type=POSITIVE, help="Words per document.")
 @click.option("--alpha", default=1.0, show_default=True, type=float, help="Dirichlet parameter of each active topic.")
 @click.option("--beta", default=0.5, show_default=True, type=float, help="Dirichlet parameter of each active word.")
 @click.option("--eta", default=5.0, show_default=True, type=float,

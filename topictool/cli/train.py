@@ -1,27 +1,27 @@
 """topictool train: fit a model, checkpointed; --resume continues exactly."""
 import click
 
-from .common import emit_json, force_option, json_option, parse_key_values, print_table
+from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, force_option, json_option, parse_key_values, print_table
 
 
 @click.command("train", short_help="Train a topic model (checkpointed; --resume continues exactly).")
 @click.argument("corpus", required=False)
 @click.option("-m", "--model", help="Model name (see --list-models).")
-@click.option("-K", "--topics", "K", type=int, help="Number of topics (truncation level for non-parametric models). [default: 100]")
-@click.option("-n", "--iterations", type=int, help="Iterations to run (with --resume: how many more). [default: 1000]")
-@click.option("--seed", type=int, help="Random seed. [default: 1]")
+@click.option("-K", "--topics", "K", type=POSITIVE, help="Number of topics (truncation level for non-parametric models). [default: 100]")
+@click.option("-n", "--iterations", type=COUNT, help="Iterations to run (with --resume: how many more). [default: 1000]")
+@click.option("--seed", type=SEED, help="Random seed. [default: 1]")
 @click.option("-o", "--output", "out", help="Run directory to create.")
 @click.option("--config", "config", type=click.Path(dir_okay=False), help="TOML file: model, K, iterations, seed, [options].")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Set a model option (repeatable).")
-@click.option("--threads", type=int, help="Worker threads. [default: 1]")
+@click.option("--threads", type=THREADS, help="Worker threads. [default: 1]")
 @click.option("--test", help="Test corpus for periodic document-completion perplexity.")
-@click.option("--eval-every", default=0, type=int, help="Evaluate on --test every N iterations.")
+@click.option("--eval-every", default=0, type=COUNT, help="Evaluate on --test every N iterations.")
 @click.option("--holdout", default="every:5", show_default=True, help="Hold-out of test documents for --test.")
 @click.option("--allow-oov", is_flag=True,
               help="Let --test hold words the training vocabulary lacks (they are dropped and counted).")
-@click.option("--checkpoint-every", default=50, show_default=True, type=int, help="Checkpoint every N iterations (0: only at the end).")
-@click.option("--keep-checkpoints", default=3, show_default=True, type=int)
-@click.option("--log-every", default=10, show_default=True, type=int,
+@click.option("--checkpoint-every", default=50, show_default=True, type=COUNT, help="Checkpoint every N iterations (0: only at the end).")
+@click.option("--keep-checkpoints", default=3, show_default=True, type=COUNT)
+@click.option("--log-every", default=10, show_default=True, type=COUNT,
               help="Log-likelihood and a progress line every N iterations (when not on a terminal).")
 @click.option("--resume", "resume_run", type=click.Path(file_okay=False), help="Continue the run in this directory.")
 @click.option("--debug-checks", is_flag=True, help="Verify count invariants after every iteration (slow).")

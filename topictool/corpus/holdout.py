@@ -49,8 +49,9 @@ def parse_holdout(spec):
             n = int(raw)
         except ValueError:
             raise InputError(f"--holdout {spec!r}: N must be an integer >= 2") from None
-        if n < 2:
-            raise InputError(f"--holdout {spec!r}: N must be an integer >= 2 (every:1 would hold out everything)")
+        if not 2 <= n < 2**31:
+            raise InputError(f"--holdout {spec!r}: N must be an integer >= 2 and < 2**31 (every:1 would hold out "
+                             f"everything)")
         return HoldoutSpec("every", n)
     try:
         f = float(raw)

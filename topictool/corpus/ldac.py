@@ -9,6 +9,9 @@ from .corpus import from_triples
 from .sources import read_lines
 
 
+_MAX_COUNT = 2**31 - 1
+
+
 def read_ldac(path, vocab, encoding="utf-8"):
     """Read an LdaC file against ``vocab``; every inconsistency names its line."""
     W = len(vocab)
@@ -34,6 +37,8 @@ def read_ldac(path, vocab, encoding="utf-8"):
                 raise InputError(f"bad pair {pair!r}: expected integer id:count", path, lineno) from None
             if cnt < 0:
                 raise InputError(f"negative count in {pair!r}", path, lineno)
+            if cnt > _MAX_COUNT:
+                raise InputError(f"count in {pair!r} exceeds {_MAX_COUNT:,} (counts are int32)", path, lineno)
             if wid < 0 or wid >= W:
                 raise InputError(f"word id {wid} outside the vocabulary of {W} words", path, lineno)
             docs.append(D)

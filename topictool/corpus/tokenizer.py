@@ -46,10 +46,14 @@ def load_stopwords(spec, encoding="utf-8"):
         path = Path(spec)
         if not path.exists():
             raise InputError("stop word file not found", path)
+        if path.is_dir():
+            raise InputError("is a directory, expected a stop word file (or english, none)", path)
         try:
             text = path.read_text(encoding)
         except UnicodeDecodeError as e:
             raise InputError(f"undecodable stop word file: {e.reason}", path) from None
+        except OSError as e:
+            raise InputError(f"cannot read the stop word file: {e.strerror or e}", path) from None
     words = set()
     for line in text.splitlines():
         line = line.split("#", 1)[0]

@@ -97,6 +97,8 @@ def _scan(lines, path, first_lineno, D, W):
             raise InputError(f"word id {w} outside 1..{W} declared in the header", path, lineno)
         if c < 0:
             raise InputError(f"negative count {c}", path, lineno)
+        if max(d, w, c) > 2**31 - 1:
+            raise InputError(f"a number exceeds {2**31 - 1:,} (ids and counts are int32)", path, lineno)
 
 
 def write_uci(corpus, docword_path, vocab_path):

@@ -55,6 +55,7 @@ PRIOR = Range(0.0, 1e6, lo_open=True)
 #: a Pitman-Yor discount
 DISCOUNT = Range(0.0, 1.0, hi_open=True)
 NONNEGATIVE = Range(0.0)
+POSITIVE = Range(0.0, lo_open=True)
 POSITIVE_INT = Range(1)
 
 
@@ -138,7 +139,10 @@ def _coerce(key, value, default):
         if isinstance(default, int):
             if isinstance(value, float) and not value.is_integer():
                 raise ValueError
-            return int(value)
+            v = int(value)
+            if not -(2**31) < v < 2**31:  # every integer option sizes or counts something int32
+                raise ValueError
+            return v
         if isinstance(default, float):
             v = float(value)
             if not np.isfinite(v):

@@ -59,7 +59,7 @@ from ..errors import InputError
 from ..kernels import online_hdp_kernels as kern
 from ..kernels.rng import make_streams, uniform
 from ..snapshot import Snapshot
-from .base import NONNEGATIVE, PRIOR, Model
+from .base import NONNEGATIVE, POSITIVE, PRIOR, Model
 from .split_merge import Minibatch, MoveState, combine, run_moves
 
 STATE_VERSION = 1
@@ -286,7 +286,7 @@ class _VariationalHdp(Model):
 
     eval_method = "vb"
     limits = {**Model.limits, "alpha": PRIOR, "gamma": PRIOR, "eta": PRIOR, "hyper_burn_in": NONNEGATIVE,
-              "local_tol": PRIOR, "tau": NONNEGATIVE}
+              "local_tol": PRIOR, "tau": POSITIVE}  # rho_t = (tau + t)^-kappa from t = 0
     doc_topic_bytes = 0  # hdp-batch keeps theta (D x K) dense: see BatchHdp
     equal_start = True   # initial beta*: equal shares (fixed truncation) or the GEM prior mean
     defaults = {

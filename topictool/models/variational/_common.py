@@ -6,7 +6,7 @@ import numpy as np
 from ...errors import InputError
 from ...kernels.rng import make_streams
 from ...snapshot import Snapshot
-from ..base import NONNEGATIVE, PRIOR, Model
+from ..base import NONNEGATIVE, POSITIVE, PRIOR, Model
 from ._kernels import point_log_likelihood
 
 _MASK64 = (1 << 64) - 1
@@ -66,8 +66,9 @@ class VariationalModel(Model):
     limits = {**Model.limits,
               **{k: PRIOR for k in ("alpha", "beta", "eta", "gamma", "s_c", "s_d", "s_h", "s_phi", "s_theta",
                                     "local_tol")},
-              **{k: NONNEGATIVE for k in ("tau_c", "tau_d", "tau_h", "tau_phi", "tau_theta", "tau0", "burn_in",
-                                          "minibatch", "cold_passes")}}
+              # step sizes s / (tau + t)^kappa start at t = 0: tau must be positive
+              **{k: POSITIVE for k in ("tau_c", "tau_d", "tau_h", "tau_phi", "tau_theta", "tau0")},
+              **{k: NONNEGATIVE for k in ("burn_in", "minibatch", "cold_passes")}}
     doc_topic_bytes = 8
     STATE_VERSION = 1
     _arrays = ()
