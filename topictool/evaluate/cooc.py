@@ -904,8 +904,8 @@ def parse_window(value):
         w = int(value)
     except (TypeError, ValueError):
         raise InputError(f"--window {value!r}: expected a number of tokens (>= 2) or 'doc'") from None
-    if w < 2:
-        raise InputError(f"--window {w}: a window needs at least 2 tokens (or use 'doc')")
+    if not 2 <= w < 2**31:
+        raise InputError(f"--window {w}: a window needs at least 2 tokens and fewer than 2**31 (or use 'doc')")
     return w
 
 
