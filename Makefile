@@ -41,9 +41,12 @@ demo: $(STAMP)
 	$(PY) scripts/show_bars.py $(DEMO)/hdp-online-sm --truth $(DEMO)/bars/truth.npz --min-weight 0.02 \
 		--png $(DEMO)/hdp-online-sm.png
 
-# The unit and integration tests; the last of them runs `make -C scripts smoke`
-# (every experiment config on tiny data, every model trained at least once).
+# Lint and format checks (ruff), then the unit and integration tests; the last of
+# them runs `make -C scripts smoke` (every experiment config on tiny data, every
+# model trained at least once).
 test: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 clean:

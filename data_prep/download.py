@@ -18,6 +18,7 @@ or a complete, verified file:
   is written to ``dest.sha256`` (sha256sum format) so a recipe without a recorded
   checksum can be pinned from it.
 """
+
 import contextlib
 import hashlib
 import http.client
@@ -77,13 +78,15 @@ def verify_file(path, sha256=None, size=None, sha1=None):
     digests = file_digests(path, tuple(wanted))
     for algorithm, expected in wanted.items():
         if digests[algorithm] != expected:
-            raise ChecksumError(f"{algorithm} is {digests[algorithm]}, expected {expected} "
-                                f"(a different or damaged copy)", path)
+            raise ChecksumError(
+                f"{algorithm} is {digests[algorithm]}, expected {expected} (a different or damaged copy)", path
+            )
     return digests
 
 
-def download(url, dest, *, sha256=None, size=None, sha1=None, retries=5, backoff=2.0, timeout=60.0,
-             log=_stderr, chunk_size=CHUNK):
+def download(
+    url, dest, *, sha256=None, size=None, sha1=None, retries=5, backoff=2.0, timeout=60.0, log=_stderr, chunk_size=CHUNK
+):
     """Fetch ``url`` into ``dest`` (resumable, verified); returns ``dest``.
 
     An existing ``dest`` is verified and kept. ``sha256``/``sha1``: expected hex digests,
@@ -110,8 +113,9 @@ def download(url, dest, *, sha256=None, size=None, sha1=None, retries=5, backoff
         except _Retry as e:
             attempt += 1
             if attempt > retries:
-                raise DownloadError(f"{url}: {e}; gave up after {attempt} attempts (run again to resume "
-                                    f"from {part})") from None
+                raise DownloadError(
+                    f"{url}: {e}; gave up after {attempt} attempts (run again to resume from {part})"
+                ) from None
             wait = backoff * 2 ** (attempt - 1)
             log(f"{dest.name}: {e}; retrying in {wait:g} s (attempt {attempt + 1} of {retries + 1})")
             time.sleep(wait)
@@ -123,16 +127,21 @@ def download(url, dest, *, sha256=None, size=None, sha1=None, retries=5, backoff
     for algorithm, expected in (("sha256", sha256), ("sha1", sha1)):
         if expected and digests[algorithm] != expected.lower():
             _discard(part, state_path)
-            raise ChecksumError(f"{algorithm} of the download is {digests[algorithm]}, expected {expected} "
-                                f"(the part file was deleted; a changed or damaged file on the server?)", url)
+            raise ChecksumError(
+                f"{algorithm} of the download is {digests[algorithm]}, expected {expected} "
+                f"(the part file was deleted; a changed or damaged file on the server?)",
+                url,
+            )
     with open(part, "rb+") as f:
         os.fsync(f.fileno())
     os.replace(part, dest)
     with contextlib.suppress(OSError):
         state_path.unlink()
     store.write_text(dest.with_name(dest.name + ".sha256"), f"{digests['sha256']}  {dest.name}\n")
-    log(f"{dest.name}: {have:,} bytes, sha256 {digests['sha256']}"
-        + (" (matches the recorded checksum)" if sha256 else " (no checksum recorded to compare with)"))
+    log(
+        f"{dest.name}: {have:,} bytes, sha256 {digests['sha256']}"
+        + (" (matches the recorded checksum)" if sha256 else " (no checksum recorded to compare with)")
+    )
     return dest
 
 

@@ -14,6 +14,7 @@ Examples:
 Exit codes: 0 success; 1 a download or unexpected failure (running again resumes a
 download); 2 bad input or usage (one line on stderr); a failed topictool command's own code.
 """
+
 import argparse
 import shlex
 import sys
@@ -27,8 +28,22 @@ from data_prep.download import DownloadError  # noqa: E402
 from topictool.errors import TopicToolError  # noqa: E402
 
 # options used by some recipes only: the recipe must list them (Recipe.options)
-SPECIFIC = ("split", "title", "require_topic", "remove", "vocab", "window", "workers", "dump", "test_fraction",
-            "stopwords", "min_count", "token_pattern", "format", "seed")
+SPECIFIC = (
+    "split",
+    "title",
+    "require_topic",
+    "remove",
+    "vocab",
+    "window",
+    "workers",
+    "dump",
+    "test_fraction",
+    "stopwords",
+    "min_count",
+    "token_pattern",
+    "format",
+    "seed",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,31 +52,53 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser():
-    p = _Parser(prog="fetch.py", description=__doc__.split("\n\n")[0],
-                formatter_class=argparse.RawDescriptionHelpFormatter,
-                epilog="data sets:\n" + "\n".join(f"  {n:18} {s}" for n, s, _ in recipes.describe()))
+    p = _Parser(
+        prog="fetch.py",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="data sets:\n" + "\n".join(f"  {n:18} {s}" for n, s, _ in recipes.describe()),
+    )
     p.add_argument("name", metavar="NAME", nargs="?", help="data set (see below; --list for URLs)")
-    p.add_argument("-o", "--output", dest="out", help="the prepared corpus directory to make (Wikipedia: the "
-                                                      "directory of reference.npz)")
+    p.add_argument(
+        "-o",
+        "--output",
+        dest="out",
+        help="the prepared corpus directory to make (Wikipedia: the directory of reference.npz)",
+    )
     get = p.add_mutually_exclusive_group()
     get.add_argument("--download", action="store_true", help="download the published file(s) (resumable)")
-    get.add_argument("--from", dest="sources", action="append", default=[], metavar="FILE",
-                     help="an already downloaded file (or unpacked directory); Wikipedia: repeat for split dumps")
+    get.add_argument(
+        "--from",
+        dest="sources",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an already downloaded file (or unpacked directory); Wikipedia: repeat for split dumps",
+    )
     p.add_argument("--downloads", metavar="DIR", help="where downloads are kept [default: OUT/../downloads]")
-    p.add_argument("--work", metavar="DIR", help="work files (extracted text, split parts) "
-                                                 "[default: OUT/../work/NAME]")
-    p.add_argument("--mirror", metavar="URL", help="fetch URL/<file name> instead of the recorded address "
-                                                   "(Wikipedia: the dumps directory, URL/<date>/<file>)")
+    p.add_argument("--work", metavar="DIR", help="work files (extracted text, split parts) [default: OUT/../work/NAME]")
+    p.add_argument(
+        "--mirror",
+        metavar="URL",
+        help="fetch URL/<file name> instead of the recorded address "
+        "(Wikipedia: the dumps directory, URL/<date>/<file>)",
+    )
     p.add_argument("--sha256", metavar="HEX", help="expected sha256 of the input (overrides the recorded one)")
     p.add_argument("--no-verify", dest="verify", action="store_false", help="do not check recorded checksums")
     p.add_argument("--force", action="store_true", help="replace an existing prepared corpus / reference")
-    p.add_argument("--topictool", metavar="CMD", help="topictool program [default: $TOPICTOOL, else the "
-                                                      "topictool beside this Python]")
+    p.add_argument(
+        "--topictool",
+        metavar="CMD",
+        help="topictool program [default: $TOPICTOOL, else the topictool beside this Python]",
+    )
     p.add_argument("--list", action="store_true", help="list the data sets with their source URLs and exit")
     g = p.add_argument_group("topictool prepare (defaults: the papers' preprocessing)")
     g.add_argument("--min-count", type=int, help="drop words seen fewer times [5]")
-    g.add_argument("--stopwords", help="english, none or FILE [english for text, none for UCI and AP, "
-                                       "whose vocabularies are already stop-worded]")
+    g.add_argument(
+        "--stopwords",
+        help="english, none or FILE [english for text, none for UCI and AP, "
+        "whose vocabularies are already stop-worded]",
+    )
     g.add_argument("--token-pattern", help="token regular expression, e.g. '[^\\W\\d_]+' for purely alphabetic")
     g.add_argument("--test-fraction", type=float, help="held-out documents, for sets without their own split [0.2]")
     g.add_argument("--seed", type=int, help="seed of that split [1]")
@@ -69,8 +106,9 @@ def parser():
     g = p.add_argument_group("reuters")
     g.add_argument("--split", choices=sorted(recipes.REUTERS_SPLITS), help="[modapte]")
     g.add_argument("--title", action="store_true", default=None, help="put each story's title before its body")
-    g.add_argument("--require-topic", action="store_true", default=None,
-                   help="keep only stories with at least one TOPICS category")
+    g.add_argument(
+        "--require-topic", action="store_true", default=None, help="keep only stories with at least one TOPICS category"
+    )
     g = p.add_argument_group("20news")
     g.add_argument("--remove", help="also remove: footers, quotes (comma-separated; headers always)")
     g = p.add_argument_group("wikipedia")
@@ -89,15 +127,28 @@ def settings_from(args, prepare_args, recipe):
     unused = [k for k in given if k not in recipe.options]
     if unused:
         flag = "-- PREPARE_ARGS" if unused[0] == "prepare_args" else "--" + unused[0].replace("_", "-")
-        why = ": it comes with its own train/test split" if unused[0] == "test_fraction" and \
-            recipe.function in (recipes.reuters, recipes.newsgroups) else ""
+        why = (
+            ": it comes with its own train/test split"
+            if unused[0] == "test_fraction" and recipe.function in (recipes.reuters, recipes.newsgroups)
+            else ""
+        )
         raise recipes.InputError(f"{flag} does not apply to {recipe.name}{why}")
     if "remove" in given:
         given["remove"] = tuple(given["remove"].split(","))
     runner = recipes.Subprocess(shlex.split(args.topictool)) if args.topictool else None
-    return recipes.Settings(out=args.out, sources=args.sources, download=args.download, downloads=args.downloads,
-                            work=args.work, mirror=args.mirror, sha256=args.sha256, verify=args.verify,
-                            force=args.force, topictool=runner, **given)
+    return recipes.Settings(
+        out=args.out,
+        sources=args.sources,
+        download=args.download,
+        downloads=args.downloads,
+        work=args.work,
+        mirror=args.mirror,
+        sha256=args.sha256,
+        verify=args.verify,
+        force=args.force,
+        topictool=runner,
+        **given,
+    )
 
 
 def main(argv=None):
@@ -105,7 +156,7 @@ def main(argv=None):
     prepare_args = []
     if "--" in argv:
         i = argv.index("--")
-        argv, prepare_args = argv[:i], argv[i + 1:]
+        argv, prepare_args = argv[:i], argv[i + 1 :]
     args = parser().parse_args(argv)
     if args.list:
         for name, summary, urls in recipes.describe():

@@ -29,6 +29,7 @@ cooc`` counts for ``topictool pmi``) and ``data_prep.json``.
 Downloads go to a shared downloads directory (default ``OUT/../downloads``) and are reused
 by later runs; see ``download.py`` for resuming and verification.
 """
+
 import datetime
 import html
 import json
@@ -68,42 +69,42 @@ class Remote:
     filename: str
     url: str
     sha256: str = None
-    size: str = ""      # for people: approximate download size
+    size: str = ""  # for people: approximate download size
 
 
 @dataclass
 class Settings:
-    out: Path                       # the prepared corpus directory (Wikipedia: the reference's directory)
+    out: Path  # the prepared corpus directory (Wikipedia: the reference's directory)
     sources: list = field(default_factory=list)  # --from: already downloaded files (or directories)
     download: bool = False
-    downloads: Path = None          # downloads directory; default OUT/../downloads
-    work: Path = None               # work files; default OUT/../work/NAME
-    mirror: str = None              # fetch BASE/<file name> instead of the recorded URL
-    sha256: str = None              # expected sha256 of the (single) input, overriding the recorded one
-    verify: bool = True             # check inputs against recorded checksums
-    force: bool = False             # replace an existing OUT (Wikipedia: OUT/reference.npz)
+    downloads: Path = None  # downloads directory; default OUT/../downloads
+    work: Path = None  # work files; default OUT/../work/NAME
+    mirror: str = None  # fetch BASE/<file name> instead of the recorded URL
+    sha256: str = None  # expected sha256 of the (single) input, overriding the recorded one
+    verify: bool = True  # check inputs against recorded checksums
+    force: bool = False  # replace an existing OUT (Wikipedia: OUT/reference.npz)
     # topictool prepare (the papers' preprocessing; see README)
     min_count: int = 5
-    stopwords: str = None           # None: the recipe's default (english for text, none for bags)
-    token_pattern: str = None       # None: topictool's default (letters, inner ' and -)
-    test_fraction: float = None     # data sets without their own split; None: 0.2
+    stopwords: str = None  # None: the recipe's default (english for text, none for bags)
+    token_pattern: str = None  # None: topictool's default (letters, inner ' and -)
+    test_fraction: float = None  # data sets without their own split; None: 0.2
     seed: int = 1
-    format: str = "none"            # also export ldac / uci / both
+    format: str = "none"  # also export ldac / uci / both
     prepare_args: list = field(default_factory=list)  # more `topictool prepare` options
     # reuters
-    split: str = None               # modapte | modlewis | modhayes
-    title: bool = False             # put the <TITLE> before the body
-    require_topic: bool = False     # keep only documents with at least one TOPICS category
+    split: str = None  # modapte | modlewis | modhayes
+    title: bool = False  # put the <TITLE> before the body
+    require_topic: bool = False  # keep only documents with at least one TOPICS category
     # 20news
-    remove: tuple = ()              # also remove: footers, quotes (headers always)
+    remove: tuple = ()  # also remove: footers, quotes (headers always)
     # wikipedia
-    vocab: str = None               # words to count: a vocabulary file or a prepared corpus
+    vocab: str = None  # words to count: a vocabulary file or a prepared corpus
     window: str = "10"
     workers: int = 1
-    dump: str = "latest"            # dump date (YYYYMMDD) or latest
+    dump: str = "latest"  # dump date (YYYYMMDD) or latest
     # how to run topictool, where to report
-    topictool: object = None        # callable(list of args); default: the `topictool` program
-    log: object = None              # callable(str); default: print to stderr
+    topictool: object = None  # callable(list of args); default: the `topictool` program
+    log: object = None  # callable(str); default: print to stderr
 
     def __post_init__(self):
         self.out = Path(self.out).expanduser()
@@ -159,10 +160,13 @@ def run_recipe(name, settings):
     if "corpus" not in record and made.exists():
         manifest = json.loads(made.read_text("utf-8"))
         record["corpus"] = {k: manifest[k] for k in ("D", "W", "N", "train", "test") if k in manifest}
-    record["settings"] = {f.name: _plain(getattr(settings, f.name)) for f in fields(settings)
-                          if f.name not in ("topictool", "log", "sources")}
+    record["settings"] = {
+        f.name: _plain(getattr(settings, f.name))
+        for f in fields(settings)
+        if f.name not in ("topictool", "log", "sources")
+    }
     record["topictool_version"] = __version__
-    record["created"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    record["created"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     store.write_json(settings.out / "data_prep.json", record)
     return record
 
@@ -219,9 +223,24 @@ class _Recorder:
 
 
 def _prepare(s, sources, out, *, kind, stopwords, test_fraction, vocab=None, force=True, fmt=None):
-    args = ["prepare", *sources, "-o", out, "--source-format", kind, "--min-count", s.min_count,
-            "--stopwords", stopwords, "--test-fraction", test_fraction, "--seed", s.seed,
-            "--format", fmt or "none"]
+    args = [
+        "prepare",
+        *sources,
+        "-o",
+        out,
+        "--source-format",
+        kind,
+        "--min-count",
+        s.min_count,
+        "--stopwords",
+        stopwords,
+        "--test-fraction",
+        test_fraction,
+        "--seed",
+        s.seed,
+        "--format",
+        fmt or "none",
+    ]
     if vocab is not None:
         args += ["--vocab", vocab]
     if s.token_pattern:
@@ -246,8 +265,15 @@ def prepare_with_split(s, record, *, stopwords):
     """WORK/source/{train,test}.txt -> WORK/train, WORK/test (training vocabulary) -> OUT."""
     src = s.work / "source"
     _prepare(s, [src / "train.txt"], s.work / "train", kind="lines", stopwords=stopwords, test_fraction=0)
-    _prepare(s, [src / "test.txt"], s.work / "test", kind="lines", stopwords="none", test_fraction=0,
-             vocab=s.work / "train" / "vocab.txt")
+    _prepare(
+        s,
+        [src / "test.txt"],
+        s.work / "test",
+        kind="lines",
+        stopwords="none",
+        test_fraction=0,
+        vocab=s.work / "train" / "vocab.txt",
+    )
     record["corpus"] = combine_splits(s.work / "train", s.work / "test", s.out, s.format, s.force)
 
 
@@ -258,10 +284,13 @@ def combine_splits(train_dir, test_dir, out, fmt="none", force=False):
 
     train, test = load_prepared(train_dir, "train"), load_prepared(test_dir, "train")
     if train.vocab != test.vocab:
-        raise InputError(f"the test part was not prepared with the training vocabulary ({train_dir}/vocab.txt)",
-                         test_dir)
-    made = {name: json.loads((Path(d) / "corpus.json").read_text("utf-8"))
-            for name, d in (("train", train_dir), ("test", test_dir))}
+        raise InputError(
+            f"the test part was not prepared with the training vocabulary ({train_dir}/vocab.txt)", test_dir
+        )
+    made = {
+        name: json.loads((Path(d) / "corpus.json").read_text("utf-8"))
+        for name, d in (("train", train_dir), ("test", test_dir))
+    }
 
     def provenance(stage, manifest):
         manifest["source"] = made["train"].get("source", []) + made["test"].get("source", [])
@@ -294,9 +323,12 @@ def obtain(s, remote, record):
         except InputError as e:
             raise type(e)(e.message + "; delete it to download it again", e.path) from None
     else:
-        raise InputError(f"{remote.filename} is not downloaded yet: give --download (make: DOWNLOAD=1) to fetch "
-                         f"it from {url}{f' ({remote.size})' if remote.size else ''}, or --from FILE (make: FROM=FILE) "
-                         f"for a copy you have", s.downloads)
+        raise InputError(
+            f"{remote.filename} is not downloaded yet: give --download (make: DOWNLOAD=1) to fetch "
+            f"it from {url}{f' ({remote.size})' if remote.size else ''}, or --from FILE (make: FROM=FILE) "
+            f"for a copy you have",
+            s.downloads,
+        )
     _record_input(record, dest, url, sha256)
     return dest
 
@@ -383,9 +415,11 @@ def write_splits(directory, splits):
     The whole directory is replaced at once."""
     with store.staged_directory(directory, force=True, kind="data-prep-splits") as stage:
         for part, docs in splits.items():
-            with store.atomic_open(stage / f"{part}.txt", "w") as txt, \
-                    store.atomic_open(stage / f"{part}.ids", "w") as ids, \
-                    store.atomic_open(stage / f"{part}.labels", "w") as labels:
+            with (
+                store.atomic_open(stage / f"{part}.txt", "w") as txt,
+                store.atomic_open(stage / f"{part}.ids", "w") as ids,
+                store.atomic_open(stage / f"{part}.labels", "w") as labels,
+            ):
                 for doc_id, doc_labels, text in docs:
                     txt.write(text + "\n")
                     ids.write(f"{doc_id}\n")
@@ -405,16 +439,27 @@ def one_line(text):
 # UCI bag of words: KOS, NIPS, Enron, NYTimes, PubMed
 
 UCI_BASE = "https://archive.ics.uci.edu/ml/machine-learning-databases/bag-of-words/"
-UCI_SIZES = {"kos": "about 1 MB", "nips": "about 2 MB", "enron": "about 12 MB", "nytimes": "about 223 MB",
-             "pubmed": "about 1.7 GB"}
-UCI_NAMES = {"kos": "KOS blog entries", "nips": "NIPS full papers", "enron": "Enron e-mails",
-             "nytimes": "New York Times news articles", "pubmed": "PubMed abstracts"}
+UCI_SIZES = {
+    "kos": "about 1 MB",
+    "nips": "about 2 MB",
+    "enron": "about 12 MB",
+    "nytimes": "about 223 MB",
+    "pubmed": "about 1.7 GB",
+}
+UCI_NAMES = {
+    "kos": "KOS blog entries",
+    "nips": "NIPS full papers",
+    "enron": "Enron e-mails",
+    "nytimes": "New York Times news articles",
+    "pubmed": "PubMed abstracts",
+}
 
 
 def _uci_remotes(collection):
-    return (Remote(f"docword.{collection}.txt.gz", UCI_BASE + f"docword.{collection}.txt.gz",
-                   size=UCI_SIZES[collection]),
-            Remote(f"vocab.{collection}.txt", UCI_BASE + f"vocab.{collection}.txt"))
+    return (
+        Remote(f"docword.{collection}.txt.gz", UCI_BASE + f"docword.{collection}.txt.gz", size=UCI_SIZES[collection]),
+        Remote(f"vocab.{collection}.txt", UCI_BASE + f"vocab.{collection}.txt"),
+    )
 
 
 def uci_bag_of_words(s, record, collection):
@@ -428,8 +473,17 @@ def uci_bag_of_words(s, record, collection):
         docword, vocab = obtain(s, docword_remote, record), obtain(s, vocab_remote, record)
     D, W = check_uci(docword, vocab)
     s.log(f"{collection}: docword header D={D:,} W={W:,}")
-    _prepare(s, [docword], s.out, kind="uci", vocab=vocab, stopwords=s.stopwords or "none",
-             test_fraction=_test_fraction(s), force=s.force, fmt=s.format)
+    _prepare(
+        s,
+        [docword],
+        s.out,
+        kind="uci",
+        vocab=vocab,
+        stopwords=s.stopwords or "none",
+        test_fraction=_test_fraction(s),
+        force=s.force,
+        fmt=s.format,
+    )
     return {"layout": _LAYOUT}
 
 
@@ -505,10 +559,13 @@ def check_uci(docword, vocab):
 
 
 for _c in UCI_SIZES:
-    register(_c, f"UCI Bag of Words: {UCI_NAMES[_c]}", _uci_remotes(_c),
-             options=("test_fraction", "stopwords", "min_count", "token_pattern", "format", "prepare_args",
-                      "seed"),
-             collection=_c)(uci_bag_of_words)
+    register(
+        _c,
+        f"UCI Bag of Words: {UCI_NAMES[_c]}",
+        _uci_remotes(_c),
+        options=("test_fraction", "stopwords", "min_count", "token_pattern", "format", "prepare_args", "seed"),
+        collection=_c,
+    )(uci_bag_of_words)
 
 
 def _test_fraction(s):
@@ -518,9 +575,11 @@ def _test_fraction(s):
 # ---------------------------------------------------------------------------
 # Reuters-21578, Distribution 1.0 (SGML)
 
-REUTERS = Remote("reuters21578.tar.gz",
-                 "https://archive.ics.uci.edu/ml/machine-learning-databases/reuters21578-mld/reuters21578.tar.gz",
-                 size="about 8 MB, 28 MB unpacked")
+REUTERS = Remote(
+    "reuters21578.tar.gz",
+    "https://archive.ics.uci.edu/ml/machine-learning-databases/reuters21578-mld/reuters21578.tar.gz",
+    size="about 8 MB, 28 MB unpacked",
+)
 
 # split -> (attribute, training value, test value, TOPICS values admitted (None: any))
 REUTERS_SPLITS = {
@@ -557,12 +616,21 @@ def parse_reuters_sgml(text, name="?"):
         attributes = dict(_ATTRIBUTE.findall(m.group(1)))
         missing = [a for a in ("NEWID", "TOPICS", "LEWISSPLIT", "CGISPLIT") if a not in attributes]
         if missing or not attributes.get("NEWID", "").isdigit():
-            raise InputError(f"<REUTERS> entry without {', '.join(missing) or 'a numeric NEWID'}", name,
-                             text.count("\n", 0, m.start()) + 1)
+            raise InputError(
+                f"<REUTERS> entry without {', '.join(missing) or 'a numeric NEWID'}",
+                name,
+                text.count("\n", 0, m.start()) + 1,
+            )
         entry, body_text = m.group(2), _element(m.group(2), "TEXT")
-        docs.append(ReutersDoc(int(attributes["NEWID"]), attributes,
-                               [html.unescape(t).strip() for t in _CATEGORY.findall(_element(entry, "TOPICS"))],
-                               html.unescape(_element(body_text, "TITLE")), html.unescape(_element(body_text, "BODY"))))
+        docs.append(
+            ReutersDoc(
+                int(attributes["NEWID"]),
+                attributes,
+                [html.unescape(t).strip() for t in _CATEGORY.findall(_element(entry, "TOPICS"))],
+                html.unescape(_element(body_text, "TITLE")),
+                html.unescape(_element(body_text, "BODY")),
+            )
+        )
     if "<REUTERS" in text and not docs:
         raise InputError("no complete <REUTERS>...</REUTERS> entry (a damaged file?)", name)
     return docs
@@ -576,8 +644,7 @@ def read_reuters(path):
         files += 1
         docs += parse_reuters_sgml(raw.decode("latin-1"), f"{path}!{name}")
     if not files:
-        raise InputError("no reut2-NNN.sgm files: is this the Reuters-21578 distribution (reuters21578.tar.gz)?",
-                         path)
+        raise InputError("no reut2-NNN.sgm files: is this the Reuters-21578 distribution (reuters21578.tar.gz)?", path)
     return docs, files
 
 
@@ -603,9 +670,12 @@ def split_reuters(docs, split="modapte", title=False, require_topic=False):
     return parts, counts
 
 
-@register("reuters", "Reuters-21578 news, ModApte split (TOPICS=\"YES\", LEWISSPLIT TRAIN/TEST)", (REUTERS,),
-          options=("split", "title", "require_topic", "stopwords", "min_count", "token_pattern", "format",
-                   "prepare_args"))
+@register(
+    "reuters",
+    'Reuters-21578 news, ModApte split (TOPICS="YES", LEWISSPLIT TRAIN/TEST)',
+    (REUTERS,),
+    options=("split", "title", "require_topic", "stopwords", "min_count", "token_pattern", "format", "prepare_args"),
+)
 def reuters(s, record, split=None):
     split = (s.split or split or "modapte").lower()
     if split not in REUTERS_SPLITS:
@@ -620,19 +690,39 @@ def reuters(s, record, split=None):
         if not parts[part]:
             raise InputError(f"no documents in the {split} {part}ing split (of {len(docs)} entries)", source)
     write_splits(s.work / "source", parts)
-    s.log(f"reuters: {files} .sgm files, {len(docs):,} entries; {split}: train {len(parts['train']):,}, "
-          f"test {len(parts['test']):,}, not in the split {counts['not_in_split']:,}, empty skipped "
-          f"{counts['empty_skipped']:,}" + (f", without a topic skipped {counts['without_topic_skipped']:,}"
-                                          if s.require_topic else ""))
+    s.log(
+        f"reuters: {files} .sgm files, {len(docs):,} entries; {split}: train {len(parts['train']):,}, "
+        f"test {len(parts['test']):,}, not in the split {counts['not_in_split']:,}, empty skipped "
+        f"{counts['empty_skipped']:,}"
+        + (f", without a topic skipped {counts['without_topic_skipped']:,}" if s.require_topic else "")
+    )
     prepare_with_split(s, record, stopwords=s.stopwords or "english")
-    return {"extracted": {"sgm_files": files, "entries": len(docs), "train": len(parts["train"]),
-                          "test": len(parts["test"]), **counts}, "layout": _SPLIT_LAYOUT}
+    return {
+        "extracted": {
+            "sgm_files": files,
+            "entries": len(docs),
+            "train": len(parts["train"]),
+            "test": len(parts["test"]),
+            **counts,
+        },
+        "layout": _SPLIT_LAYOUT,
+    }
 
 
-register("reuters-modlewis", "Reuters-21578 news, ModLewis split (TOPICS YES or NO, LEWISSPLIT TRAIN/TEST)",
-         (REUTERS,), options=RECIPES["reuters"].options, split="modlewis")(reuters)
-register("reuters-modhayes", "Reuters-21578 news, ModHayes split (CGISPLIT TRAINING-SET/PUBLISHED-TESTSET)",
-         (REUTERS,), options=RECIPES["reuters"].options, split="modhayes")(reuters)
+register(
+    "reuters-modlewis",
+    "Reuters-21578 news, ModLewis split (TOPICS YES or NO, LEWISSPLIT TRAIN/TEST)",
+    (REUTERS,),
+    options=RECIPES["reuters"].options,
+    split="modlewis",
+)(reuters)
+register(
+    "reuters-modhayes",
+    "Reuters-21578 news, ModHayes split (CGISPLIT TRAINING-SET/PUBLISHED-TESTSET)",
+    (REUTERS,),
+    options=RECIPES["reuters"].options,
+    split="modhayes",
+)(reuters)
 
 _LAYOUT = {"corpus": "OUT: the prepared corpus; test.npz holds the documents --test-fraction held out"}
 _SPLIT_LAYOUT = {
@@ -646,10 +736,13 @@ _SPLIT_LAYOUT = {
 # ---------------------------------------------------------------------------
 # 20 Newsgroups, "by date" version
 
-NEWSGROUPS = Remote("20news-bydate.tar.gz", "https://ndownloader.figshare.com/files/5975967",
-                    # the sha256 scikit-learn records for this file (sklearn/datasets/_twenty_newsgroups.py)
-                    sha256="8f1b2514ca22a5ade8fbb9cfa5727df95fa587f4c87b786e15c759fa66d95610",
-                    size="about 14 MB")
+NEWSGROUPS = Remote(
+    "20news-bydate.tar.gz",
+    "https://ndownloader.figshare.com/files/5975967",
+    # the sha256 scikit-learn records for this file (sklearn/datasets/_twenty_newsgroups.py)
+    sha256="8f1b2514ca22a5ade8fbb9cfa5727df95fa587f4c87b786e15c759fa66d95610",
+    size="about 14 MB",
+)
 NEWSGROUPS_DIRS = {"20news-bydate-train": "train", "20news-bydate-test": "test"}
 
 # a line that quotes another post, or introduces a quotation (as scikit-learn's remove=("quotes",))
@@ -711,8 +804,12 @@ def _post_order(doc):
     return group, int(number) if number.isdigit() else -1, number
 
 
-@register("20news", "20 Newsgroups, by-date train/test split (headers removed)", (NEWSGROUPS,),
-          options=("remove", "stopwords", "min_count", "token_pattern", "format", "prepare_args"))
+@register(
+    "20news",
+    "20 Newsgroups, by-date train/test split (headers removed)",
+    (NEWSGROUPS,),
+    options=("remove", "stopwords", "min_count", "token_pattern", "format", "prepare_args"),
+)
 def newsgroups(s, record):
     asked = s.remove.split(",") if isinstance(s.remove, str) else s.remove
     remove = {r.strip().lower() for r in asked if r.strip()} - {"headers"}
@@ -725,11 +822,20 @@ def newsgroups(s, record):
     source = input_file(s, NEWSGROUPS, record)
     parts, empty = read_newsgroups(source, remove)
     write_splits(s.work / "source", parts)
-    s.log(f"20news: removed {', '.join(s.remove)}; train {len(parts['train']):,} posts, test "
-          f"{len(parts['test']):,}, empty skipped {empty:,}")
+    s.log(
+        f"20news: removed {', '.join(s.remove)}; train {len(parts['train']):,} posts, test "
+        f"{len(parts['test']):,}, empty skipped {empty:,}"
+    )
     prepare_with_split(s, record, stopwords=s.stopwords or "english")
-    return {"extracted": {"train": len(parts["train"]), "test": len(parts["test"]), "empty_skipped": empty,
-                          "removed": list(s.remove)}, "layout": _SPLIT_LAYOUT}
+    return {
+        "extracted": {
+            "train": len(parts["train"]),
+            "test": len(parts["test"]),
+            "empty_skipped": empty,
+            "removed": list(s.remove),
+        },
+        "layout": _SPLIT_LAYOUT,
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -738,8 +844,12 @@ def newsgroups(s, record):
 AP = Remote("ap.tgz", "https://www.cs.columbia.edu/~blei/lda-c/ap.tgz", size="a few MB")
 
 
-@register("ap", "Associated Press articles from Blei's LDA-C page (LdaC + vocabulary)", (AP,),
-          options=("test_fraction", "stopwords", "min_count", "token_pattern", "format", "prepare_args", "seed"))
+@register(
+    "ap",
+    "Associated Press articles from Blei's LDA-C page (LdaC + vocabulary)",
+    (AP,),
+    options=("test_fraction", "stopwords", "min_count", "token_pattern", "format", "prepare_args", "seed"),
+)
 def ap(s, record):
     _check_output(s)
     source = input_file(s, AP, record)
@@ -755,10 +865,18 @@ def ap(s, record):
             f.write(raw)
     missing = wanted - found
     if missing:
-        raise InputError(f"no {' or '.join('ap/' + m for m in sorted(missing))} in it: is this Blei's ap.tgz?",
-                         source)
-    _prepare(s, [src / "ap.dat"], s.out, kind="ldac", vocab=src / "vocab.txt",
-             stopwords=s.stopwords or "none", test_fraction=_test_fraction(s), force=s.force, fmt=s.format)
+        raise InputError(f"no {' or '.join('ap/' + m for m in sorted(missing))} in it: is this Blei's ap.tgz?", source)
+    _prepare(
+        s,
+        [src / "ap.dat"],
+        s.out,
+        kind="ldac",
+        vocab=src / "vocab.txt",
+        stopwords=s.stopwords or "none",
+        test_fraction=_test_fraction(s),
+        force=s.force,
+        fmt=s.format,
+    )
     return {"layout": {**_LAYOUT, "source": "WORK/source/ap.dat (LdaC), WORK/source/vocab.txt"}}
 
 
@@ -766,14 +884,20 @@ def ap(s, record):
 # English Wikipedia -> co-occurrence reference for `topictool pmi`
 
 WIKIPEDIA_BASE = "https://dumps.wikimedia.org/enwiki"
-WIKIPEDIA = Remote("enwiki-latest-pages-articles.xml.bz2",
-                   f"{WIKIPEDIA_BASE}/latest/enwiki-latest-pages-articles.xml.bz2",
-                   size="over 20 GB")
+WIKIPEDIA = Remote(
+    "enwiki-latest-pages-articles.xml.bz2",
+    f"{WIKIPEDIA_BASE}/latest/enwiki-latest-pages-articles.xml.bz2",
+    size="over 20 GB",
+)
 _DUMP_NAME = re.compile(r"^enwiki-(\d{8}|latest)-pages-articles\.xml\.bz2$")
 
 
-@register("wikipedia", "English Wikipedia dump -> `topictool cooc` reference for a vocabulary", (WIKIPEDIA,),
-          options=("vocab", "window", "workers", "dump", "token_pattern"))
+@register(
+    "wikipedia",
+    "English Wikipedia dump -> `topictool cooc` reference for a vocabulary",
+    (WIKIPEDIA,),
+    options=("vocab", "window", "workers", "dump", "token_pattern"),
+)
 def wikipedia(s, record):
     if not s.vocab:
         raise InputError("wikipedia needs --vocab (make: VOCAB=): a vocabulary file or a prepared corpus directory")
@@ -788,8 +912,20 @@ def wikipedia(s, record):
                 raise InputError("not a MediaWiki XML dump (*-pages-articles*.xml[.bz2]), or a damaged one", dump)
     else:
         dumps = [wikipedia_dump(s, record)]
-    args = ["cooc", *dumps, "--source-format", "wiki", "--vocab", s.vocab, "--window", s.window,
-            "--workers", s.workers, "-o", ref]
+    args = [
+        "cooc",
+        *dumps,
+        "--source-format",
+        "wiki",
+        "--vocab",
+        s.vocab,
+        "--window",
+        s.window,
+        "--workers",
+        s.workers,
+        "-o",
+        ref,
+    ]
     if s.token_pattern:
         args += ["--token-pattern", s.token_pattern]
     if s.force:
@@ -808,9 +944,12 @@ def wikipedia_dump(s, record):
             return found[0]
         if found:
             raise InputError(f"{len(found)} dumps in the downloads directory; choose one with --from", s.downloads)
-        raise InputError(f"no dump downloaded yet: give --download (make: DOWNLOAD=1) to fetch "
-                         f"{base}/{s.dump}/enwiki-{s.dump}-pages-articles.xml.bz2 ({WIKIPEDIA.size}), or --from "
-                         f"DUMP (make: FROM=)", s.downloads)
+        raise InputError(
+            f"no dump downloaded yet: give --download (make: DOWNLOAD=1) to fetch "
+            f"{base}/{s.dump}/enwiki-{s.dump}-pages-articles.xml.bz2 ({WIKIPEDIA.size}), or --from "
+            f"DUMP (make: FROM=)",
+            s.downloads,
+        )
     date, name, sha1 = s.dump, f"enwiki-{s.dump}-pages-articles.xml.bz2", None
     sums_url = f"{base}/{s.dump}/enwiki-{s.dump}-sha1sums.txt"
     try:
@@ -850,10 +989,24 @@ def _stderr(message):
 
 def describe():
     """Rows (name, summary, inputs) for --list."""
-    return [(r.name, r.summary, [f"{i.url} ({i.size})" if i.size else i.url for i in r.inputs])
-            for r in RECIPES.values()]
+    return [
+        (r.name, r.summary, [f"{i.url} ({i.size})" if i.size else i.url for i in r.inputs]) for r in RECIPES.values()
+    ]
 
 
-__all__ = ["RECIPES", "Settings", "Remote", "run_recipe", "parse_reuters_sgml", "split_reuters", "read_reuters",
-           "read_newsgroups", "strip_header", "strip_footer", "strip_quotes", "combine_splits", "check_uci",
-           "iter_archive"]
+__all__ = [
+    "RECIPES",
+    "Settings",
+    "Remote",
+    "run_recipe",
+    "parse_reuters_sgml",
+    "split_reuters",
+    "read_reuters",
+    "read_newsgroups",
+    "strip_header",
+    "strip_footer",
+    "strip_quotes",
+    "combine_splits",
+    "check_uci",
+    "iter_archive",
+]

@@ -18,6 +18,7 @@ threads, [runs.options]). DATA is a prepared corpus directory, any SOURCE of
 every run (few iterations, few topics, tiny synthetic data) so a whole grid finishes in
 seconds: it checks that every config still runs, not what it finds.
 """
+
 import argparse
 import csv
 import json
@@ -50,7 +51,11 @@ def load(config):
     if not runs:
         sys.exit(f"{config}: no [[runs]] tables")
     labels = [r.get("label") for r in runs]
-    if None in labels or len(set(labels)) != len(labels) or any(not str(x).replace("-", "").replace("_", "").isalnum() for x in labels):
+    if (
+        None in labels
+        or len(set(labels)) != len(labels)
+        or any(not str(x).replace("-", "").replace("_", "").isalnum() for x in labels)
+    ):
         sys.exit(f"{config}: every run needs a unique label of letters, digits, - and _")
     return exp, runs
 
@@ -72,8 +77,10 @@ def cmd_prepare(a):
     out = Path(a.out)
     data = exp.get("smoke_data", "synth:lda") if a.smoke else (a.data or exp.get("data", ""))
     if not data.startswith("synth:") and not all(Path(p).exists() for p in data.split() or [""]):
-        sys.exit(f"{a.config}: give DATA= (a prepared corpus, a prepare SOURCE, or synth:NAME); "
-                 f"the experiment used {exp.get('data', '?')!r} (see data_prep/README.md)")
+        sys.exit(
+            f"{a.config}: give DATA= (a prepared corpus, a prepare SOURCE, or synth:NAME); "
+            f"the experiment used {exp.get('data', '?')!r} (see data_prep/README.md)"
+        )
     if out.exists():
         return
     if data.startswith("synth:"):
@@ -120,13 +127,33 @@ def cmd_run(a):
     cfg_path = out / "runs" / f"{a.label}.toml"
     cfg_path.write_text(cfg)
     corpus = str(out / "corpus")
-    cmd = topictool() + ["train", corpus, "--config", str(cfg_path), "-o", str(rundir), "--force",
-                         "--log-every", str(exp.get("log_every", 10))]
+    cmd = topictool() + [
+        "train",
+        corpus,
+        "--config",
+        str(cfg_path),
+        "-o",
+        str(rundir),
+        "--force",
+        "--log-every",
+        str(exp.get("log_every", 10)),
+    ]
     if exp.get("eval_every"):
         cmd += ["--test", corpus, "--eval-every", str(exp["eval_every"]), "--holdout", exp.get("holdout", "every:5")]
     sh(cmd)
-    sh(topictool() + ["topics", str(rundir), "--top", "10", "--rank", exp.get("rank", "term-score"),
-                      "-o", str(rundir / "topics.txt")])
+    sh(
+        topictool()
+        + [
+            "topics",
+            str(rundir),
+            "--top",
+            "10",
+            "--rank",
+            exp.get("rank", "term-score"),
+            "-o",
+            str(rundir / "topics.txt"),
+        ]
+    )
     for step in run.get("after", []) or exp.get("after", []):
         sh(topictool() + step.split() + [str(rundir)])
     (rundir / "done").write_text("")
@@ -215,9 +242,14 @@ def cmd_coverage(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name, args in (("labels", ["config"]), ("prepare", ["config", "data", "out"]),
-                       ("run", ["config", "label", "out"]), ("gather", ["config", "out"]),
-                       ("plot", ["config", "out"]), ("coverage", ["out"])):
+    for name, args in (
+        ("labels", ["config"]),
+        ("prepare", ["config", "data", "out"]),
+        ("run", ["config", "label", "out"]),
+        ("gather", ["config", "out"]),
+        ("plot", ["config", "out"]),
+        ("coverage", ["out"]),
+    ):
         s = sub.add_parser(name)
         for arg in args:
             s.add_argument(arg, nargs="?" if arg == "data" else None)

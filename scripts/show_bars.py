@@ -9,6 +9,7 @@ with its best-matching true bar and the Hellinger distance to it.
 
     python scripts/show_bars.py MODEL [--truth CORPUS/truth.npz] [--png bars.png]
 """
+
 import argparse
 import math
 import sys
@@ -63,16 +64,18 @@ def main():
         flat = grids.reshape(snap.K, -1)
         d = hellinger(flat[order][:, None, :], truth[None, :, :])
         best = d.argmin(1)
-        labels = [f"{'row' if b < side else 'col'} {b % side}\nH={d[i, b]:.2f}" for i, (k, b) in enumerate(zip(order, best))]
+        labels = [
+            f"{'row' if b < side else 'col'} {b % side}\nH={d[i, b]:.2f}" for i, (k, b) in enumerate(zip(order, best))
+        ]
         matched = len({b for i, b in enumerate(best) if d[i, b] < 0.2})
     from rich.console import Console
     from rich.table import Table
 
     con = Console()
     for start in range(0, len(order), a.per_row):
-        chunk = order[start:start + a.per_row]
+        chunk = order[start : start + a.per_row]
         t = Table(show_header=True, show_edge=False, box=None, padding=(0, 2))
-        for i, k in enumerate(chunk):
+        for i in range(len(chunk)):
             t.add_column(labels[start + i], justify="center", no_wrap=True, min_width=side)
         rows = []
         for r in range(side):

@@ -1,4 +1,5 @@
 """PMI / NPMI topic coherence (topictool.evaluate.coherence and `topictool pmi`)."""
+
 import gzip
 import json
 import math
@@ -64,10 +65,10 @@ def test_words_missing_from_the_reference_score_zero(ref):
 
 
 def test_model_top_words_and_weighted_mean(ref, tmp_path):
-    phi = np.array([[0.4, 0.3, 0.2, 0.05, 0.03, 0.02],
-                    [0.02, 0.03, 0.05, 0.2, 0.3, 0.4]])
+    phi = np.array([[0.4, 0.3, 0.2, 0.05, 0.03, 0.02], [0.02, 0.03, 0.05, 0.2, 0.3, 0.4]])
     Snapshot(phi=phi, alpha=np.full(2, 0.1), topic_weight=np.array([3.0, 1.0]), vocab=tuple(VOCAB)).save(
-        tmp_path / "m.npz")
+        tmp_path / "m.npz"
+    )
     out = pmi_json(tmp_path / "m.npz", "--reference", ref / "ref.npz", "--top", "3")
     assert [t["words"] for t in out["topics"]] == [["apple", "banana", "cherry"], ["fig", "elder", "date"]]
     s0 = (L(5 / 3) + L(5 / 6) + L(5 / 4)) / 3
@@ -77,11 +78,13 @@ def test_model_top_words_and_weighted_mean(ref, tmp_path):
     assert out["weighted_mean"] == pytest.approx(0.75 * s0 + 0.25 * s1, rel=1e-12)
     assert out["mean"] == pytest.approx((s0 + s1) / 2, rel=1e-12)
     # an hca-style .pmi file in the model's word ids (its vocabulary named with --vocab)
-    (tmp_path / "m.pmi").write_text(f"0 1 {L(5 / 3)!r}\n1 0 {L(5 / 3)!r}\n0 2 {L(5 / 6)!r}\n1 2 {L(5 / 4)!r}\n"
-                                    f"4 5 {L(5)!r}\n4 4 9.0\n")
+    (tmp_path / "m.pmi").write_text(
+        f"0 1 {L(5 / 3)!r}\n1 0 {L(5 / 3)!r}\n0 2 {L(5 / 6)!r}\n1 2 {L(5 / 4)!r}\n4 5 {L(5)!r}\n4 4 9.0\n"
+    )
     (tmp_path / "m.words").write_text("".join(w + "\n" for w in VOCAB))
-    out2 = pmi_json(tmp_path / "m.npz", "--reference", tmp_path / "m.pmi", "--vocab", tmp_path / "m.words",
-                    "--top", "3")
+    out2 = pmi_json(
+        tmp_path / "m.npz", "--reference", tmp_path / "m.pmi", "--vocab", tmp_path / "m.words", "--top", "3"
+    )
     assert [t["score"] for t in out2["topics"]] == pytest.approx([s0, s1], rel=1e-12)
     r = run("pmi", tmp_path / "m.npz", "--reference", ref / "ref.npz", "--top", "3")
     assert r.exit_code == 0 and "weighted by topic proportion" in r.stdout and "apple banana cherry" in r.stdout
@@ -106,18 +109,21 @@ def test_hca_pmi_file_convention_matches_the_definition(tmp_path):
     pmi = _read_pmi_independently(pmi_path)
     expected = []
     for t in topics:
-        pairs = [pmi.get((min(a, b), max(a, b)), 0.0) for n, a in enumerate(t) for b in t[n + 1:]]
+        pairs = [pmi.get((min(a, b), max(a, b)), 0.0) for n, a in enumerate(t) for b in t[n + 1 :]]
         expected.append(math.fsum(pairs) / len(t) ** 2)
     assert expected[2] > 0.5 and expected[0] != 0.0
-    out = pmi_json("--topics", tmp_path / "t.txt", "--vocab", words_path, "--reference", pmi_path,
-                   "--convention", "hca")
+    out = pmi_json(
+        "--topics", tmp_path / "t.txt", "--vocab", words_path, "--reference", pmi_path, "--convention", "hca"
+    )
     assert [t["score"] for t in out["topics"]] == expected  # exactly
     assert out["mean"] == pytest.approx(np.mean(expected), rel=1e-15)
     # hca's own .toplst form of the same topics (word ids, "k:" prefixes, root topic -1 skipped)
-    (tmp_path / "t.toplst").write_text("".join(f"{k}: " + " ".join(map(str, t)) + "\n" for k, t in enumerate(topics))
-                                       + "-1: 1 2 3\n")
-    out2 = pmi_json("--topics", tmp_path / "t.toplst", "--vocab", words_path, "--reference", pmi_path,
-                    "--convention", "hca")
+    (tmp_path / "t.toplst").write_text(
+        "".join(f"{k}: " + " ".join(map(str, t)) + "\n" for k, t in enumerate(topics)) + "-1: 1 2 3\n"
+    )
+    out2 = pmi_json(
+        "--topics", tmp_path / "t.toplst", "--vocab", words_path, "--reference", pmi_path, "--convention", "hca"
+    )
     assert [t["score"] for t in out2["topics"]] == expected
     # the newman convention is the same sums over N(N-1)/2
     out3 = pmi_json("--topics", tmp_path / "t.txt", "--vocab", words_path, "--reference", pmi_path)
@@ -143,16 +149,30 @@ def test_bad_input_exits_2_with_one_line(ref, tmp_path):
     (tmp_path / "bad.pmi").write_text("0 1 0.5\n1 2 0.25\n2 x 0.1\n")
     fails("--topics", topics, "--vocab", good["vocab"], "--reference", tmp_path / "bad.pmi", expect="bad.pmi:3:")
     (tmp_path / "range.pmi").write_text("0 1 0.5\n\n0 99 1.0\n")
-    fails("--topics", topics, "--vocab", good["vocab"], "--reference", tmp_path / "range.pmi",
-          expect="range.pmi:3: id2 99 is outside the vocabulary of 6 words")
+    fails(
+        "--topics",
+        topics,
+        "--vocab",
+        good["vocab"],
+        "--reference",
+        tmp_path / "range.pmi",
+        expect="range.pmi:3: id2 99 is outside the vocabulary of 6 words",
+    )
     (tmp_path / "nan.pmi").write_text("0 1 nan\n")
     fails("--topics", topics, "--vocab", good["vocab"], "--reference", tmp_path / "nan.pmi", expect="nan.pmi:1:")
     (tmp_path / "ok.pmi").write_text("0 1 0.5\n")
     fails("--topics", topics, "--reference", tmp_path / "ok.pmi", expect="--vocab")
-    fails("--topics", topics, "--vocab", good["vocab"], "--reference", tmp_path / "ok.pmi", "--normalized",
-          expect="--normalized")
-    fails("--topics", topics, "--vocab", tmp_path / "nope.txt", "--reference", tmp_path / "ok.pmi",
-          expect="nope.txt")
+    fails(
+        "--topics",
+        topics,
+        "--vocab",
+        good["vocab"],
+        "--reference",
+        tmp_path / "ok.pmi",
+        "--normalized",
+        expect="--normalized",
+    )
+    fails("--topics", topics, "--vocab", tmp_path / "nope.txt", "--reference", tmp_path / "ok.pmi", expect="nope.txt")
     # damaged references
     (tmp_path / "junk.npz").write_bytes(b"PK\x03\x04" + b"\x00" * 50)
     fails("--topics", topics, "--reference", tmp_path / "junk.npz", expect="junk.npz")
@@ -160,13 +180,21 @@ def test_bad_input_exits_2_with_one_line(ref, tmp_path):
     (tmp_path / "cut.npz").write_bytes(data[: len(data) // 2])
     fails("--topics", topics, "--reference", tmp_path / "cut.npz", expect="cut.npz")
     Snapshot(phi=np.full((1, 6), 1 / 6), alpha=np.ones(1), topic_weight=np.ones(1), vocab=tuple(VOCAB)).save(
-        tmp_path / "model.npz")
+        tmp_path / "model.npz"
+    )
     fails("--topics", topics, "--reference", tmp_path / "model.npz", expect="not a co-occurrence reference")
     fails("--topics", topics, "--reference", tmp_path / "missing.npz", expect="missing.npz")
     fails(tmp_path / "model.npz", "--topics", topics, "--reference", ref / "ref.npz", expect="either MODEL")
     (tmp_path / "t.txt").write_text("apple nosuchword\n")
-    fails("--topics", tmp_path / "t.txt", "--vocab", good["vocab"], "--reference", tmp_path / "ok.pmi",
-          expect="t.txt:1: word 'nosuchword' is not in the vocabulary")
+    fails(
+        "--topics",
+        tmp_path / "t.txt",
+        "--vocab",
+        good["vocab"],
+        "--reference",
+        tmp_path / "ok.pmi",
+        expect="t.txt:1: word 'nosuchword' is not in the vocabulary",
+    )
 
 
 def test_reference_is_memory_mapped_and_matches_plain_load(ref):

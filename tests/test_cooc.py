@@ -1,4 +1,5 @@
 """Co-occurrence counting (topictool.evaluate.cooc and `topictool cooc`)."""
+
 import bz2
 import gzip
 import itertools
@@ -20,9 +21,32 @@ from topictool.evaluate.cooc import CoocOptions, PairCounter, build_reference, l
 from .conftest import run, shared
 from .test_wikipedia import SAMPLE, _independent_article_titles, sample_articles
 
-SMALL_VOCAB = ["war", "army", "government", "people", "state", "world", "century", "language", "church",
-               "city", "music", "film", "water", "light", "united", "states", "first", "new", "used", "also",
-               "albedo", "surface", "anarchism", "autism"]
+SMALL_VOCAB = [
+    "war",
+    "army",
+    "government",
+    "people",
+    "state",
+    "world",
+    "century",
+    "language",
+    "church",
+    "city",
+    "music",
+    "film",
+    "water",
+    "light",
+    "united",
+    "states",
+    "first",
+    "new",
+    "used",
+    "also",
+    "albedo",
+    "surface",
+    "anarchism",
+    "autism",
+]
 
 
 def brute_force(docs, W, window):
@@ -36,7 +60,7 @@ def brute_force(docs, W, window):
         elif len(d) == 0:
             wins = []
         else:
-            wins = [d] if len(d) <= window else [d[s:s + window] for s in range(len(d) - window + 1)]
+            wins = [d] if len(d) <= window else [d[s : s + window] for s in range(len(d) - window + 1)]
         for win in wins:
             units += 1
             present = sorted({v for v in win if v >= 0})
@@ -65,7 +89,7 @@ def membership_count(docs, W, window):
             nwin = 1 if n <= w else n - w + 1
         member = np.zeros((nwin, W), bool)
         for p in np.flatnonzero(d >= 0):  # token p lies in the windows s with s <= p < s + w
-            member[max(0, p - w + 1):min(p, nwin - 1) + 1, d[p]] = True
+            member[max(0, p - w + 1) : min(p, nwin - 1) + 1, d[p]] = True
         m = member.astype(np.int64)
         units += nwin
         word += m.sum(axis=0)
@@ -218,9 +242,14 @@ def test_two_workers_give_the_same_counts(sample_refs, small_dump):
 
 def _same_reference(p, q):
     a, b = load_reference(p), load_reference(q)
-    return (a.units == b.units and a.documents == b.documents and a.tokens == b.tokens
-            and np.array_equal(a.word_counts, b.word_counts) and np.array_equal(a.pair_keys, b.pair_keys)
-            and np.array_equal(a.pair_counts, b.pair_counts))
+    return (
+        a.units == b.units
+        and a.documents == b.documents
+        and a.tokens == b.tokens
+        and np.array_equal(a.word_counts, b.word_counts)
+        and np.array_equal(a.pair_keys, b.pair_keys)
+        and np.array_equal(a.pair_counts, b.pair_counts)
+    )
 
 
 def test_killed_run_resumes_to_the_same_counts(sample_refs, small_dump, monkeypatch):

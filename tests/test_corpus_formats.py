@@ -1,4 +1,5 @@
 """Readers and writers: LdaC, UCI, vocabularies, text sources, compression."""
+
 import bz2
 import gzip
 import zipfile

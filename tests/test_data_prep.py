@@ -1,5 +1,6 @@
 """data_prep/: each recipe on a tiny fixture in its source format, and the download helper
 against a local HTTP server (no network)."""
+
 import bz2
 import gzip
 import hashlib
@@ -92,8 +93,18 @@ def test_uci_kos_from_file(tmp_path):
 def test_uci_directory_source_and_existing_output(tmp_path, capsys):
     write_uci(tmp_path / "dl", "nips")
     out = tmp_path / "nips"
-    code, err = cli("nips", "--from", tmp_path / "dl", "-o", out, "--test-fraction", "0.4",
-                    "--topictool", f"{sys.executable} -m topictool", capsys=capsys)
+    code, err = cli(
+        "nips",
+        "--from",
+        tmp_path / "dl",
+        "-o",
+        out,
+        "--test-fraction",
+        "0.4",
+        "--topictool",
+        f"{sys.executable} -m topictool",
+        capsys=capsys,
+    )
     assert code == 0, err
     assert manifest(out)["test"]["D"] == 2
     code, err = cli("nips", "--from", tmp_path / "dl", "-o", out, capsys=capsys)
@@ -126,12 +137,14 @@ REPEATED = "Cocoa prices rose. " * 3
 def reuters_entry(newid, topics_attr, lewis, cgi, topics=(), title="", body=None):
     text_type = ' TYPE="BRIEF"' if body is None else ""
     body_xml = "" if body is None else f"<DATELINE>    SALVADOR, Feb 26 - </DATELINE><BODY>{body}\n Reuter\n&#3;</BODY>"
-    return (f'<REUTERS TOPICS="{topics_attr}" LEWISSPLIT="{lewis}" CGISPLIT="{cgi}" OLDID="{5540 + newid}" '
-            f'NEWID="{newid}">\n<DATE>26-FEB-1987 15:01:01.79</DATE>\n'
-            f'<TOPICS>{"".join(f"<D>{t}</D>" for t in topics)}</TOPICS>\n<PLACES><D>brazil</D></PLACES>\n'
-            f"<PEOPLE></PEOPLE>\n<ORGS></ORGS>\n<EXCHANGES></EXCHANGES>\n<COMPANIES></COMPANIES>\n"
-            f"<UNKNOWN> \n&#5;&#5;&#5;C T\n&#22;&#22;&#1;f0704&#31;reute\nu f BC-COCOA  02-26 0105</UNKNOWN>\n"
-            f"<TEXT{text_type}>&#2;\n<TITLE>{title}</TITLE>\n{body_xml}</TEXT>\n</REUTERS>\n")
+    return (
+        f'<REUTERS TOPICS="{topics_attr}" LEWISSPLIT="{lewis}" CGISPLIT="{cgi}" OLDID="{5540 + newid}" '
+        f'NEWID="{newid}">\n<DATE>26-FEB-1987 15:01:01.79</DATE>\n'
+        f"<TOPICS>{''.join(f'<D>{t}</D>' for t in topics)}</TOPICS>\n<PLACES><D>brazil</D></PLACES>\n"
+        f"<PEOPLE></PEOPLE>\n<ORGS></ORGS>\n<EXCHANGES></EXCHANGES>\n<COMPANIES></COMPANIES>\n"
+        f"<UNKNOWN> \n&#5;&#5;&#5;C T\n&#22;&#22;&#1;f0704&#31;reute\nu f BC-COCOA  02-26 0105</UNKNOWN>\n"
+        f"<TEXT{text_type}>&#2;\n<TITLE>{title}</TITLE>\n{body_xml}</TEXT>\n</REUTERS>\n"
+    )
 
 
 REUTERS_FILES = {
@@ -144,8 +157,15 @@ REUTERS_FILES = {
     "reut2-001.sgm": [
         reuters_entry(5, "BYPASS", "TRAIN", "TRAINING-SET", ["cocoa"], "BYPASSED", REPEATED),
         reuters_entry(6, "YES", "TRAIN", "TRAINING-SET", [], "COCOA PRICES RISE &lt;BRIEF>"),
-        reuters_entry(7, "YES", "TRAIN", "TRAINING-SET", ["grain", "wheat"], "ACME",
-                      REPEATED + "&lt;ACME&gt; Corp said grain &amp; wheat."),
+        reuters_entry(
+            7,
+            "YES",
+            "TRAIN",
+            "TRAINING-SET",
+            ["grain", "wheat"],
+            "ACME",
+            REPEATED + "&lt;ACME&gt; Corp said grain &amp; wheat.",
+        ),
         reuters_entry(8, "YES", "TEST", "TRAINING-SET", ["cocoa"], "COCOA", "Cocoa prices fell."),
     ],
 }
@@ -172,8 +192,15 @@ def test_reuters_modapte(tmp_path):
     assert train_text[1].startswith("Cocoa prices rose.")
     assert train_text[1].endswith("<ACME> Corp said grain & wheat. Reuter")
     assert "BAHIA COCOA REVIEW" not in train_text[0]  # no titles unless asked
-    assert record["extracted"] == {"sgm_files": 2, "entries": 8, "train": 2, "test": 2, "not_in_split": 3,
-                                   "empty_skipped": 1, "without_topic_skipped": 0}
+    assert record["extracted"] == {
+        "sgm_files": 2,
+        "entries": 8,
+        "train": 2,
+        "test": 2,
+        "not_in_split": 3,
+        "empty_skipped": 1,
+        "without_topic_skipped": 0,
+    }
     work = tmp_path / "work" / "reuters"
     corpus, train, test = manifest(out), manifest(work / "train"), manifest(work / "test")
     assert (corpus["train"]["D"], corpus["test"]["D"], corpus["D"]) == (2, 2, 4)
@@ -226,8 +253,9 @@ def test_reuters_bad_inputs_are_one_line_exit_2(tmp_path, capsys):
     code, err = cli("reuters", "--from", tmp_path / "notgz.tar.gz", "-o", tmp_path / "r3", capsys=capsys)
     assert code == 2 and len(err) == 1 and "not a readable tar archive" in err[0]
 
-    broken = write_reuters(tmp_path / "broken.tar.gz",
-                           {"reut2-000.sgm": ['<REUTERS TOPICS="YES" NEWID="1">\n<TEXT>x</TEXT></REUTERS>\n']})
+    broken = write_reuters(
+        tmp_path / "broken.tar.gz", {"reut2-000.sgm": ['<REUTERS TOPICS="YES" NEWID="1">\n<TEXT>x</TEXT></REUTERS>\n']}
+    )
     code, err = cli("reuters", "--from", broken, "-o", tmp_path / "r4", capsys=capsys)
     assert code == 2 and len(err) == 1 and "reut2-000.sgm:2: <REUTERS> entry without LEWISSPLIT, CGISPLIT" in err[0]
     code, err = cli("reuters", "--from", corrupt, "-o", tmp_path / "r5", "--test-fraction", "0.1", capsys=capsys)
@@ -241,9 +269,11 @@ def test_reuters_bad_inputs_are_one_line_exit_2(tmp_path, capsys):
 
 
 def post(subject, body, signature="Some One   signature words here"):
-    return (f"From: someone@example.edu (Some One)\nSubject: {subject}\nOrganization: Example University\n"
-            f"Lines: 9\n\nIn article <1993Apr1.1@x.edu> other@y.edu writes:\n> quoted earlier words\n"
-            f"{body}\n\n-- \n{signature}\n").encode("latin-1")
+    return (
+        f"From: someone@example.edu (Some One)\nSubject: {subject}\nOrganization: Example University\n"
+        f"Lines: 9\n\nIn article <1993Apr1.1@x.edu> other@y.edu writes:\n> quoted earlier words\n"
+        f"{body}\n\n-- \n{signature}\n"
+    ).encode("latin-1")
 
 
 BODY = "The orbit of the moon; shuttle launch. Orbit moon shuttle launch."
@@ -300,8 +330,22 @@ def test_20news_recorded_checksum_guards_from_file(tmp_path, capsys):
     assert code == 2 and len(err) == 1
     assert "sha256 is" in err[0] and "8f1b2514" in err[0] and "--no-verify" in err[0]
     sha = hashlib.sha256(tarball.read_bytes()).hexdigest()
-    code, err = cli("20news", "--from", tarball, "-o", tmp_path / "n", "--sha256", sha, "--remove", "quotes",
-                    "--min-count", "1", "--topictool", f"{sys.executable} -m topictool", capsys=capsys)
+    code, err = cli(
+        "20news",
+        "--from",
+        tarball,
+        "-o",
+        tmp_path / "n",
+        "--sha256",
+        sha,
+        "--remove",
+        "quotes",
+        "--min-count",
+        "1",
+        "--topictool",
+        f"{sys.executable} -m topictool",
+        capsys=capsys,
+    )
     assert code == 0, err
     assert "writes" not in (tmp_path / "work" / "n" / "source" / "train.txt").read_text()
 
@@ -320,8 +364,11 @@ def test_20news_tarball_without_splits(tmp_path, capsys):
 
 def write_ap(path, members=("ap/ap.dat", "ap/vocab.txt", "ap/ap.txt")):
     docs = ["3 0:4 1:2 2:3", "2 1:5 3:1", "3 0:2 2:2 3:4", "2 0:3 1:3", "1 2:6"]
-    data = {"ap/ap.dat": ("\n".join(docs) + "\n").encode(), "ap/vocab.txt": b"i\nnew\npercent\npeople\n",
-            "ap/ap.txt": b"<DOC>\n<DOCNO> AP881218-0003 </DOCNO>\n<TEXT>\n text \n</TEXT>\n</DOC>\n"}
+    data = {
+        "ap/ap.dat": ("\n".join(docs) + "\n").encode(),
+        "ap/vocab.txt": b"i\nnew\npercent\npeople\n",
+        "ap/ap.txt": b"<DOC>\n<DOCNO> AP881218-0003 </DOCNO>\n<TEXT>\n text \n</TEXT>\n</DOC>\n",
+    }
     with tarfile.open(path, "w:gz") as tar:
         add_dir(tar, "ap")
         for name in members:
@@ -349,8 +396,17 @@ def test_ap_through_make(tmp_path):
     if shutil.which("make") is None:
         pytest.skip("make not installed")
     tarball = write_ap(tmp_path / "ap.tgz")
-    cmd = ["make", "-s", "-C", str(ROOT / "data_prep"), "ap", f"FROM={tarball}", f"OUT={tmp_path / 'build'}",
-           f"PYTHON={sys.executable}", f"TOPICTOOL={sys.executable} -m topictool"]
+    cmd = [
+        "make",
+        "-s",
+        "-C",
+        str(ROOT / "data_prep"),
+        "ap",
+        f"FROM={tarball}",
+        f"OUT={tmp_path / 'build'}",
+        f"PYTHON={sys.executable}",
+        f"TOPICTOOL={sys.executable} -m topictool",
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert manifest(tmp_path / "build" / "ap")["D"] == 5
@@ -365,15 +421,19 @@ def test_ap_through_make(tmp_path):
 
 def write_dump(path):
     def page(title, pid, text, redirect=""):
-        return (f"<page><title>{title}</title><ns>0</ns><id>{pid}</id>{redirect}<revision><id>{pid}0</id>"
-                f'<text xml:space="preserve">{text}</text></revision></page>\n')
+        return (
+            f"<page><title>{title}</title><ns>0</ns><id>{pid}</id>{redirect}<revision><id>{pid}0</id>"
+            f'<text xml:space="preserve">{text}</text></revision></page>\n'
+        )
 
-    xml = ('<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" version="0.10" xml:lang="en">\n'
-           "<siteinfo><sitename>Wikipedia</sitename></siteinfo>\n"
-           + page("Cocoa", 1, "'''Cocoa''' prices rose in [[Bahia]]. Cocoa farmers sold grain.{{cite|x}}")
-           + page("Grain", 2, "Grain prices fell; [[cocoa]] prices rose.")
-           + page("Cacao", 3, "#REDIRECT [[Cocoa]]", '<redirect title="Cocoa" />')
-           + "</mediawiki>\n")
+    xml = (
+        '<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" version="0.10" xml:lang="en">\n'
+        "<siteinfo><sitename>Wikipedia</sitename></siteinfo>\n"
+        + page("Cocoa", 1, "'''Cocoa''' prices rose in [[Bahia]]. Cocoa farmers sold grain.{{cite|x}}")
+        + page("Grain", 2, "Grain prices fell; [[cocoa]] prices rose.")
+        + page("Cacao", 3, "#REDIRECT [[Cocoa]]", '<redirect title="Cocoa" />')
+        + "</mediawiki>\n"
+    )
     path.write_bytes(bz2.compress(xml.encode()))
     return path
 
@@ -524,14 +584,35 @@ def test_recipe_download_through_a_mirror(server, tmp_path, capsys):
     for f in dl.iterdir():
         server.files[f"/uci/{f.name}"] = f.read_bytes()
     out = tmp_path / "build" / "kos"
-    code, err = cli("kos", "--download", "--mirror", server.url + "/uci/", "-o", out,
-                    "--topictool", f"{sys.executable} -m topictool", capsys=capsys)
+    code, err = cli(
+        "kos",
+        "--download",
+        "--mirror",
+        server.url + "/uci/",
+        "-o",
+        out,
+        "--topictool",
+        f"{sys.executable} -m topictool",
+        capsys=capsys,
+    )
     assert code == 0, err
     assert sorted(p.name for p in (tmp_path / "build" / "downloads").iterdir()) == [
-        "docword.kos.txt.gz", "docword.kos.txt.gz.sha256", "vocab.kos.txt", "vocab.kos.txt.sha256"]
+        "docword.kos.txt.gz",
+        "docword.kos.txt.gz.sha256",
+        "vocab.kos.txt",
+        "vocab.kos.txt.sha256",
+    ]
     assert manifest(out)["D"] == 5
-    code, err = cli("kos", "-o", tmp_path / "again", "--downloads", tmp_path / "build" / "downloads",
-                    "--topictool", f"{sys.executable} -m topictool", capsys=capsys)
+    code, err = cli(
+        "kos",
+        "-o",
+        tmp_path / "again",
+        "--downloads",
+        tmp_path / "build" / "downloads",
+        "--topictool",
+        f"{sys.executable} -m topictool",
+        capsys=capsys,
+    )
     assert code == 0, err  # the completed download is reused without --download
     assert len(server.seen) == 2
 
@@ -541,8 +622,8 @@ def test_wikipedia_download_checked_against_wikimedia_sha1sums(server, tmp_path)
     name = "enwiki-20240101-pages-articles.xml.bz2"
     server.files[f"/enwiki/20240101/{name}"] = dump
     server.files["/enwiki/latest/enwiki-latest-sha1sums.txt"] = (
-        f"{'1' * 40}  enwiki-20240101-pages-articles-multistream.xml.bz2\n"
-        f"{hashlib.sha1(dump).hexdigest()}  {name}\n").encode()
+        f"{'1' * 40}  enwiki-20240101-pages-articles-multistream.xml.bz2\n{hashlib.sha1(dump).hexdigest()}  {name}\n"
+    ).encode()
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("cocoa\nprices\n")
     s = settings(tmp_path / "w" / "wikipedia", download=True, mirror=server.url + "/enwiki", vocab=str(vocab))
@@ -552,5 +633,9 @@ def test_wikipedia_download_checked_against_wikimedia_sha1sums(server, tmp_path)
     server.files["/enwiki/latest/enwiki-latest-sha1sums.txt"] = f"{'2' * 40}  {name}\n".encode()
     (tmp_path / "w" / "downloads" / name).unlink()
     with pytest.raises(ChecksumError, match="sha1 of the download"):
-        recipes.run_recipe("wikipedia", settings(tmp_path / "w" / "wikipedia", download=True, force=True,
-                                                 mirror=server.url + "/enwiki", vocab=str(vocab)))
+        recipes.run_recipe(
+            "wikipedia",
+            settings(
+                tmp_path / "w" / "wikipedia", download=True, force=True, mirror=server.url + "/enwiki", vocab=str(vocab)
+            ),
+        )

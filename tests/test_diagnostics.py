@@ -4,8 +4,13 @@ import math
 import numpy as np
 import pytest
 
-from topictool.evaluate.diagnostics import (effective_topics, hellinger, latest_doc_topic_counts, model_diagnostics,
-                                            run_figures)
+from topictool.evaluate.diagnostics import (
+    effective_topics,
+    hellinger,
+    latest_doc_topic_counts,
+    model_diagnostics,
+    run_figures,
+)
 from topictool.snapshot import Snapshot
 
 from .conftest import run
@@ -13,15 +18,20 @@ from .conftest import run
 
 def snap(phi, weight):
     phi = np.asarray(phi, dtype=float)
-    return Snapshot(phi=phi, alpha=np.full(len(phi), 0.1), topic_weight=np.asarray(weight, float),
-                    vocab=tuple(f"w{i}" for i in range(phi.shape[1])), meta={"model": "test"})
+    return Snapshot(
+        phi=phi,
+        alpha=np.full(len(phi), 0.1),
+        topic_weight=np.asarray(weight, float),
+        vocab=tuple(f"w{i}" for i in range(phi.shape[1])),
+        meta={"model": "test"},
+    )
 
 
 def test_effective_topics():
     assert effective_topics([1, 1, 1, 1]) == pytest.approx(4)
     assert effective_topics([0, 3, 0]) == pytest.approx(1)
     # H = 0.5 ln 2 + 2 * 0.25 ln 4 = 1.5 ln 2
-    assert effective_topics([0.5, 0.25, 0.25]) == pytest.approx(2 ** 1.5)
+    assert effective_topics([0.5, 0.25, 0.25]) == pytest.approx(2**1.5)
 
 
 def test_hellinger():
@@ -59,11 +69,18 @@ def write_run(d, phi=((0.5, 0.5), (0.9, 0.1)), **run_json):
 
 
 def test_run_figures(tmp_path):
-    d = write_run(tmp_path / "run", model="lda-gibbs", options={"K": 2}, iterations_done=3, seconds_total=1.7,
-                  bytes_per_token=9.5)
+    d = write_run(
+        tmp_path / "run", model="lda-gibbs", options={"K": 2}, iterations_done=3, seconds_total=1.7, bytes_per_token=9.5
+    )
     f = run_figures(d)
-    assert f == {"model": "lda-gibbs", "iterations": 3, "seconds": 1.7, "tokens_per_s": 2000.0,
-                 "bytes_per_token": 9.5, "options": {"K": 2}}
+    assert f == {
+        "model": "lda-gibbs",
+        "iterations": 3,
+        "seconds": 1.7,
+        "tokens_per_s": 2000.0,
+        "bytes_per_token": 9.5,
+        "options": {"K": 2},
+    }
     d2 = write_run(tmp_path / "run2")  # run.json without the figures
     f = run_figures(d2)
     assert f["iterations"] == 3 and f["seconds"] == pytest.approx(1.5) and f["bytes_per_token"] is None
@@ -99,8 +116,22 @@ def test_cli_info(tmp_path):
 
 
 def test_cli_info_on_a_trained_run_reports_doc_sparsity(tmp_path):
-    r = run("synth", "lda", "-K", "3", "-V", "40", "--documents", "60", "--test-documents", "10", "--length", "30",
-            "-o", tmp_path / "c")
+    r = run(
+        "synth",
+        "lda",
+        "-K",
+        "3",
+        "-V",
+        "40",
+        "--documents",
+        "60",
+        "--test-documents",
+        "10",
+        "--length",
+        "30",
+        "-o",
+        tmp_path / "c",
+    )
     assert r.exit_code == 0, r.stderr
     r = run("train", tmp_path / "c", "-m", "lda-gibbs", "-K", "3", "-n", "3", "-o", tmp_path / "run")
     assert r.exit_code == 0, r.stderr

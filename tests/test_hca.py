@@ -1,4 +1,5 @@
 """The hca samplers: hdp-gibbs, nplda-gibbs, the burstiness front end, burst-aware completion."""
+
 import dataclasses
 import itertools
 import math
@@ -74,7 +75,7 @@ def test_indicator_conditional_is_ratio_of_posterior_factors(a):
     b, a0, b0 = Fraction(3, 2), Fraction(1, 5), Fraction(7, 10)
     n = [3, 1, 0, 5, 0]
     t = [2, 1, 0, 1, 0]
-    root = [4, 2, 1, 3, 0]          # root counts (tables from all documents); topic 4 unused
+    root = [4, 2, 1, 3, 0]  # root counts (tables from all documents); topic 4 unused
     S = exact_stirling(a, 12)
     af = float(a)
     R = stirling.StirlingTable(af, 12, t_cap=12).R
@@ -96,8 +97,9 @@ def test_indicator_conditional_is_ratio_of_posterior_factors(a):
                 continue  # a new topic always takes the first empty index (hca's convention)
             exact[k, u] = float(node_factor(n2, t2, a, b, S) * gem_factor(r2, a0, b0) / before)
             A, B = pyp.indicator_weights(R, af, n[k], t[k])
-            p_root = pyp.root_numerator(root[k], k == first_empty, float(a0), float(b0), used) \
-                * pyp.root_norm(sum(root), float(b0))
+            p_root = pyp.root_numerator(root[k], k == first_empty, float(a0), float(b0), used) * pyp.root_norm(
+                sum(root), float(b0)
+            )
             common = 1.0 / (float(b) + sum(n))
             formula[k, u] = common * ((float(b) + af * T_d) * A * p_root if u else B)
     assert set(exact) == set(formula)
@@ -139,10 +141,10 @@ def test_burst_factor_matches_eq6(a):
             s2[w] += r
             if s2[w] == 0:
                 continue
-            ratio = float(node_factor(n2, s2, a, b, S_) / before)   # for r = 1 times p_k(w) (not included)
+            ratio = float(node_factor(n2, s2, a, b, S_) / before)  # for r = 1 times p_k(w) (not included)
             coef, zero = burst_weights(R, af, float(b), n[w], s[w], sum(s), sum(n))
             assert (coef if r else zero) == pytest.approx(ratio, rel=1e-12)
-        if n[w] == 0:   # eq. 7: r = 1 only, weight (b + a S) / (b + N)
+        if n[w] == 0:  # eq. 7: r = 1 only, weight (b + a S) / (b + N)
             coef, zero = burst_weights(R, af, float(b), 0, 0, sum(s), sum(n))
             assert zero == 0.0
             assert coef == pytest.approx((float(b) + af * sum(s)) / (float(b) + sum(n)), rel=1e-14)
@@ -158,7 +160,8 @@ def test_node_log_factor_matches_exact():
     assert pyp.node_log_factor(n, t, float(a), float(b), R) == pytest.approx(want, rel=1e-12)
     root = np.array([5, 0, 2, 1])
     assert pyp.root_log_factor(root, 0.3, 1.7) == pytest.approx(
-        math.log(gem_factor(list(root), Fraction(3, 10), Fraction(17, 10))), rel=1e-12)
+        math.log(gem_factor(list(root), Fraction(3, 10), Fraction(17, 10))), rel=1e-12
+    )
 
 
 # ----------------------------------------------------------------------------
@@ -175,7 +178,7 @@ def set_partitions(n):
         return
     for p in set_partitions(n - 1):
         for i in range(len(p)):
-            yield p[:i] + [p[i] + [n - 1]] + p[i + 1:]
+            yield p[:i] + [p[i] + [n - 1]] + p[i + 1 :]
         yield p + [[n - 1]]
 
 
@@ -186,8 +189,14 @@ def canonical(model):
     for k in range(model.K):
         toks = tuple(np.flatnonzero(z == k))
         if toks:
-            blocks.append((toks, tuple(t_dk[:, k]), tuple(t_kw[:, k]) if model.pyp_words else (),
-                           tuple(r[list(toks)]) if model.burst else ()))
+            blocks.append(
+                (
+                    toks,
+                    tuple(t_dk[:, k]),
+                    tuple(t_kw[:, k]) if model.pyp_words else (),
+                    tuple(r[list(toks)]) if model.burst else (),
+                )
+            )
     return tuple(sorted(blocks))
 
 
@@ -246,14 +255,31 @@ def exact_posterior(cls, corpus, opts):
 
 
 HDP_TINY = {"K": 5, "b_theta": 1.5, "b_alpha": 0.7, "beta": 0.5, **FIXED}
-NP_TINY = {"K": 5, "a_theta": 0.3, "b_theta": 1.5, "a_alpha": 0.2, "b_alpha": 0.7, "a_phi": 0.4, "b_phi": 0.9,
-           "a_beta": 0.3, "b_beta": 2.0, **FIXED}
+NP_TINY = {
+    "K": 5,
+    "a_theta": 0.3,
+    "b_theta": 1.5,
+    "a_alpha": 0.2,
+    "b_alpha": 0.7,
+    "a_phi": 0.4,
+    "b_phi": 0.9,
+    "a_beta": 0.3,
+    "b_beta": 2.0,
+    **FIXED,
+}
 BURST_TINY = {"burst": True, "burst_discount": 0.3, "burst_concentration": 0.8}
 
 
-@pytest.mark.parametrize("cls,opts", [(HdpGibbs, HDP_TINY), (HdpGibbs, {**HDP_TINY, **BURST_TINY}),
-                                      (NpldaGibbs, NP_TINY), (NpldaGibbs, {**NP_TINY, **BURST_TINY})],
-                         ids=["hdp", "hdp-burst", "nplda", "nplda-burst"])
+@pytest.mark.parametrize(
+    "cls,opts",
+    [
+        (HdpGibbs, HDP_TINY),
+        (HdpGibbs, {**HDP_TINY, **BURST_TINY}),
+        (NpldaGibbs, NP_TINY),
+        (NpldaGibbs, {**NP_TINY, **BURST_TINY}),
+    ],
+    ids=["hdp", "hdp-burst", "nplda", "nplda-burst"],
+)
 def test_sweep_samples_the_exact_posterior(cls, opts):
     corpus = tiny_corpus()
     exact = exact_posterior(cls, corpus, opts)
@@ -282,8 +308,17 @@ def hellinger(p, q):
 
 @pytest.fixture(scope="module")
 def planted():
-    return synth_hdp(truncation=30, gamma=5.0, alpha=1.0, eta=0.05, vocab_size=300, documents=500,
-                     test_documents=50, length=100, seed=2)
+    return synth_hdp(
+        truncation=30,
+        gamma=5.0,
+        alpha=1.0,
+        eta=0.05,
+        vocab_size=300,
+        documents=500,
+        test_documents=50,
+        length=100,
+        seed=2,
+    )
 
 
 @pytest.mark.parametrize("cls", [HdpGibbs, NpldaGibbs], ids=["hdp", "nplda"])
@@ -300,9 +335,9 @@ def test_planted_truth_is_recovered(planted, cls):
     assert np.all(best[weight > 0.03] < 0.25)
     eff = metrics["effective_topics"]
     assert abs(eff - truth["effective_topics"]) <= 0.2 * truth["effective_topics"], eff
-    assert 0.5 < model.hyperparameters()["b_theta"] < 2.0      # truth: alpha = 1
+    assert 0.5 < model.hyperparameters()["b_theta"] < 2.0  # truth: alpha = 1
     if cls is HdpGibbs:
-        assert 0.03 < model.hyperparameters()["beta"] < 0.08   # truth: eta = 0.05
+        assert 0.03 < model.hyperparameters()["beta"] < 0.08  # truth: eta = 0.05
 
 
 # ----------------------------------------------------------------------------
@@ -317,8 +352,18 @@ def small():
 
 RESUME_CASES = [
     (HdpGibbs, {"K": 12, "burst": True, "burst_discount": 0.3, "sample_hyper_every": 2, "sample_discount_every": 3}),
-    (NpldaGibbs, {"K": 12, "a_theta": 0.2, "a_alpha": 0.1, "burst": True, "burst_discount": 0.3,
-                  "sample_hyper_every": 2, "sample_discount_every": 3}),
+    (
+        NpldaGibbs,
+        {
+            "K": 12,
+            "a_theta": 0.2,
+            "a_alpha": 0.1,
+            "burst": True,
+            "burst_discount": 0.3,
+            "sample_hyper_every": 2,
+            "sample_discount_every": 3,
+        },
+    ),
     (NpldaGibbs, {"K": 12}),
 ]
 
@@ -348,15 +393,25 @@ def test_exact_resume(small, cls, opts):
 
 def test_hyperparameters_are_sampled_and_discounts_stay_in_range(small):
     train, _ = small
-    m = NpldaGibbs(train, {"K": 12, "a_theta": 0.2, "burst": True, "burst_discount": 0.3,
-                           "sample_hyper_every": 1, "sample_discount_every": 2}, 3)
+    m = NpldaGibbs(
+        train,
+        {
+            "K": 12,
+            "a_theta": 0.2,
+            "burst": True,
+            "burst_discount": 0.3,
+            "sample_hyper_every": 1,
+            "sample_discount_every": 2,
+        },
+        3,
+    )
     start = m.hyperparameters()
     for _ in range(6):
         m.step()
     h = m.hyperparameters()
     for name in ("b_theta", "b_alpha", "b_phi", "b_beta", "a_theta", "a_phi", "a_beta", "burst_discount"):
         assert h[name] != start[name], name
-    assert h["a_alpha"] == 0.0                 # a discount that starts at 0 is held at 0, as in hca
+    assert h["a_alpha"] == 0.0  # a discount that starts at 0 is held at 0, as in hca
     for name in ("a_theta", "a_phi", "a_beta", "burst_discount"):
         assert 0.01 <= h[name] <= 0.98
     assert len(set(h["burst_concentration"])) > 1
@@ -382,16 +437,19 @@ def test_invariant_check_catches_corruption(small):
         m.check_invariants()
 
 
-@pytest.mark.parametrize("cls,bad,match", [
-    (HdpGibbs, {"K": 0}, "K=0"),
-    (HdpGibbs, {"b_theta": -1.0}, "b_theta=-1.0"),
-    (HdpGibbs, {"beta": 0.0}, "beta=0.0"),
-    (NpldaGibbs, {"a_phi": 1.0}, "a_phi=1.0"),
-    (NpldaGibbs, {"burst_discount": -0.1}, "burst_discount=-0.1"),
-    (NpldaGibbs, {"fix": "b_phi,nope"}, "'nope'"),
-    (HdpGibbs, {"a_phi": 0.5}, "unknown option 'a_phi'"),
-    (HdpGibbs, {"sample_hyper_every": -2}, "sample_hyper_every=-2"),
-])
+@pytest.mark.parametrize(
+    "cls,bad,match",
+    [
+        (HdpGibbs, {"K": 0}, "K=0"),
+        (HdpGibbs, {"b_theta": -1.0}, "b_theta=-1.0"),
+        (HdpGibbs, {"beta": 0.0}, "beta=0.0"),
+        (NpldaGibbs, {"a_phi": 1.0}, "a_phi=1.0"),
+        (NpldaGibbs, {"burst_discount": -0.1}, "burst_discount=-0.1"),
+        (NpldaGibbs, {"fix": "b_phi,nope"}, "'nope'"),
+        (HdpGibbs, {"a_phi": 0.5}, "unknown option 'a_phi'"),
+        (HdpGibbs, {"sample_hyper_every": -2}, "sample_hyper_every=-2"),
+    ],
+)
 def test_bad_options_are_named(small, cls, bad, match):
     with pytest.raises(InputError, match=match):
         cls(small[0], bad, 1)
@@ -477,7 +535,7 @@ def test_burst_completion_beats_plain_on_bursty_text(bursty):
     p_burst = burst_document_completion(burst, test)
     for key in ("perplexity", "log_likelihood_per_token", "heldout_tokens", "documents"):
         assert key in p_burst
-    assert p_burst["heldout_tokens"] == p_plain["heldout_tokens"]   # the same split
+    assert p_burst["heldout_tokens"] == p_plain["heldout_tokens"]  # the same split
     assert p_burst["documents"] == p_plain["documents"]
     assert p_burst["perplexity"] < 0.8 * p_plain["perplexity"]
     # judging the bursty model by phi alone under-rates it

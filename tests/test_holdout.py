@@ -14,16 +14,33 @@ def test_parse_valid():
     assert str(parse_holdout("fraction:0.25")) == "fraction:0.25"
 
 
-@pytest.mark.parametrize("junk", ["every:0", "every:1", "every:-3", "every:2.5", "fraction:1.5", "fraction:0",
-                                  "fraction:1", "fraction:x", "every", "half:2", "", "every:5:2"])
+@pytest.mark.parametrize(
+    "junk",
+    [
+        "every:0",
+        "every:1",
+        "every:-3",
+        "every:2.5",
+        "fraction:1.5",
+        "fraction:0",
+        "fraction:1",
+        "fraction:x",
+        "every",
+        "half:2",
+        "",
+        "every:5:2",
+    ],
+)
 def test_parse_junk(junk):
     with pytest.raises(InputError):
         parse_holdout(junk)
 
 
 def _docs(rng, D=40, W=30):
-    return [{int(w): int(rng.integers(1, 4)) for w in rng.choice(W, size=rng.integers(0, 12), replace=False)}
-            for _ in range(D)], [f"w{i}" for i in range(W)]
+    return [
+        {int(w): int(rng.integers(1, 4)) for w in rng.choice(W, size=rng.integers(0, 12), replace=False)}
+        for _ in range(D)
+    ], [f"w{i}" for i in range(W)]
 
 
 def _multiset(words):
@@ -36,11 +53,11 @@ def test_every_keeps_the_tokens_and_holds_out_floor_n_over_N():
     ptr, words = c.tokens()
     s = split_corpus(c, "every:3", seed=7)
     for d in range(c.D):
-        obs = s.observed_words[s.observed_ptr[d]:s.observed_ptr[d + 1]]
-        held = s.heldout_words[s.heldout_ptr[d]:s.heldout_ptr[d + 1]]
+        obs = s.observed_words[s.observed_ptr[d] : s.observed_ptr[d + 1]]
+        held = s.heldout_words[s.heldout_ptr[d] : s.heldout_ptr[d + 1]]
         n = ptr[d + 1] - ptr[d]
         assert len(held) == n // 3
-        assert _multiset(np.concatenate([obs, held])) == _multiset(words[ptr[d]:ptr[d + 1]])
+        assert _multiset(np.concatenate([obs, held])) == _multiset(words[ptr[d] : ptr[d + 1]])
 
 
 def test_every_takes_positions_N_minus_1_of_the_random_order():
@@ -72,9 +89,11 @@ def test_split_of_a_document_depends_only_on_seed_and_its_index():
     for d in range(len(docs)):
         if d == 3:
             continue
-        for ptr_a, w_a, ptr_b, w_b in ((a.observed_ptr, a.observed_words, b.observed_ptr, b.observed_words),
-                                       (a.heldout_ptr, a.heldout_words, b.heldout_ptr, b.heldout_words)):
-            assert w_a[ptr_a[d]:ptr_a[d + 1]].tolist() == w_b[ptr_b[d]:ptr_b[d + 1]].tolist()
+        for ptr_a, w_a, ptr_b, w_b in (
+            (a.observed_ptr, a.observed_words, b.observed_ptr, b.observed_words),
+            (a.heldout_ptr, a.heldout_words, b.heldout_ptr, b.heldout_words),
+        ):
+            assert w_a[ptr_a[d] : ptr_a[d + 1]].tolist() == w_b[ptr_b[d] : ptr_b[d + 1]].tolist()
     c = split_corpus(make_corpus(docs, vocab), "every:2", seed=6)
     assert a.heldout_words.tolist() != c.heldout_words.tolist()
 

@@ -16,9 +16,10 @@ FRUIT = ("apple", "banana", "cherry", "date", "elder")
 
 
 def test_fixture_bytes_are_as_documented():
-    for name, (W, T, C), rows in (("c1.phi", (5, 3, 4), C1),
-                                  ("c2.phi", (5, 2, 1), [[0.4, 0.3, 0.2, 0.1, 0.0], [0.1, 0.1, 0.2, 0.3, 0.3],
-                                                         [0.2] * 5])):
+    for name, (W, T, C), rows in (
+        ("c1.phi", (5, 3, 4), C1),
+        ("c2.phi", (5, 2, 1), [[0.4, 0.3, 0.2, 0.1, 0.0], [0.1, 0.1, 0.2, 0.3, 0.3], [0.2] * 5]),
+    ):
         data = (HCA / name).read_bytes()
         assert struct.unpack("<3I", data[:12]) == (W, T, C)
         assert np.array_equal(np.frombuffer(data[12:], "<f4"), np.asarray(rows, "<f4").ravel())
@@ -138,8 +139,14 @@ def random_snapshot(burst=False, seed=0):
     phi = rng.dirichlet(np.full(W, 0.3), K)
     phi = phi / phi.sum(axis=1, keepdims=True)
     extra = dict(burst_concentration=rng.uniform(1, 100, K), burst_discount=0.37) if burst else {}
-    return Snapshot(phi=phi, alpha=rng.uniform(0.01, 1, K), topic_weight=rng.dirichlet(np.ones(K)),
-                    vocab=tuple(f"wörd{i}" for i in range(W)), meta={"model": "lda-gibbs", "beta": 0.01}, **extra)
+    return Snapshot(
+        phi=phi,
+        alpha=rng.uniform(0.01, 1, K),
+        topic_weight=rng.dirichlet(np.ones(K)),
+        vocab=tuple(f"wörd{i}" for i in range(W)),
+        meta={"model": "lda-gibbs", "beta": 0.01},
+        **extra,
+    )
 
 
 @pytest.mark.parametrize("burst", [False, True])

@@ -1,4 +1,5 @@
 """Special functions and the Dirichlet hyperparameter optimiser."""
+
 import numpy as np
 import pytest
 from scipy import special
@@ -12,11 +13,13 @@ from topictool.kernels.special import digamma, digamma_diff, log_rising
 
 
 def test_digamma_matches_scipy():
-    xs = np.concatenate([
-        np.geomspace(1e-8, 1e6, 400),
-        np.linspace(0.01, 12.0, 600),
-        -np.linspace(0.013, 7.9, 200),  # negative non-integers (reflection)
-    ])
+    xs = np.concatenate(
+        [
+            np.geomspace(1e-8, 1e6, 400),
+            np.linspace(0.01, 12.0, 600),
+            -np.linspace(0.013, 7.9, 200),  # negative non-integers (reflection)
+        ]
+    )
     got = np.array([digamma(x) for x in xs])
     want = special.digamma(xs)
     assert np.allclose(got, want, rtol=1e-12, atol=1e-12)

@@ -1,5 +1,6 @@
 """lda-gibbs: exact resume, determinism, invariants, planted truth, hyperparameter
 learning, the sampler's stationary distribution, and option checking."""
+
 import itertools
 import json
 import math
@@ -108,8 +109,12 @@ def test_threads_split_balanced(small_corpus):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_invariants_hold_after_sweeps(small_corpus, threads):
-    m = LdaGibbs(small_corpus, opts(K=7, optimize_alpha=True, optimize_burn_in=0, optimize_interval=3),
-                 rng_seed=2, threads=threads)
+    m = LdaGibbs(
+        small_corpus,
+        opts(K=7, optimize_alpha=True, optimize_burn_in=0, optimize_interval=3),
+        rng_seed=2,
+        threads=threads,
+    )
     m.check_invariants()
     assert m.z.dtype == np.int16
     for _ in range(12):
@@ -284,8 +289,7 @@ def test_optimize_alpha_learns_topic_prevalence():
 
 def test_optimizer_survives_a_tiny_corpus():
     corpus = from_triples([0, 1, 1], [0, 0, 2], [2, 1, 1], 2, ["a", "b", "c"])
-    m = LdaGibbs(corpus, {"K": 3, "optimize_alpha": True, "optimize_burn_in": 0, "optimize_interval": 1},
-                 rng_seed=4)
+    m = LdaGibbs(corpus, {"K": 3, "optimize_alpha": True, "optimize_burn_in": 0, "optimize_interval": 1}, rng_seed=4)
     for _ in range(50):
         m.step()
     m.check_invariants()

@@ -5,6 +5,7 @@ of the joint marginals, the whole chain against exact enumeration of the posteri
 corpora (variant lda over z; variant lida over z, θ̄ and φ̄ together), and recovery of a
 synthetic truth drawn from the LIDA generative process.
 """
+
 import io
 import itertools
 import json
@@ -91,8 +92,7 @@ def flip_probability(log_joint, x, idx):
 
 def test_activation_conditionals_equal_joint_ratios():
     rng = np.random.default_rng(5)
-    docs = [{int(w): int(c) for w, c in zip(rng.choice(7, 3, replace=False), rng.integers(1, 4, 3))}
-            for _ in range(5)]
+    docs = [{int(w): int(c) for w, c in zip(rng.choice(7, 3, replace=False), rng.integers(1, 4, 3))} for _ in range(5)]
     corpus = make_corpus(docs, [f"w{i}" for i in range(7)])
     K = 4
     o = dict(K=K, alpha=0.7, beta=0.3, eta=2.5, delta=1.7, gamma=3.0, lam=0.6)
@@ -110,12 +110,14 @@ def test_activation_conditionals_equal_joint_ratios():
         if n_dk[d, k]:
             assert expect_theta[d, k] == 1.0
             continue
-        brute = flip_probability(lambda tb: log_p_theta_bar(tb, a, b) + log_p_z(tb, n_dk, o["alpha"]),
-                                 theta_bar, (d, k))
+        brute = flip_probability(
+            lambda tb: log_p_theta_bar(tb, a, b) + log_p_z(tb, n_dk, o["alpha"]), theta_bar, (d, k)
+        )
         others = theta_bar.copy()
         others[d, k] = 0
-        mine = kern.activation_conditional(int(others[:, k].sum()), corpus.D - 1, a, b, int(others[d].sum()),
-                                           o["alpha"], int(n_dk[d].sum()))
+        mine = kern.activation_conditional(
+            int(others[:, k].sum()), corpus.D - 1, a, b, int(others[d].sum()), o["alpha"], int(n_dk[d].sum())
+        )
         assert mine == pytest.approx(brute, rel=1e-10), (d, k)
         assert expect_theta[d, k] == pytest.approx(brute, rel=1e-10), (d, k)
         checked += 1
@@ -123,12 +125,12 @@ def test_activation_conditionals_equal_joint_ratios():
         if n_vk[v, k]:
             assert expect_phi[v, k] == 1.0
             continue
-        brute = flip_probability(lambda pb: log_p_phi_bar(pb, c, e) + log_p_w(pb, n_vk, o["beta"]),
-                                 phi_bar, (v, k))
+        brute = flip_probability(lambda pb: log_p_phi_bar(pb, c, e) + log_p_w(pb, n_vk, o["beta"]), phi_bar, (v, k))
         others = phi_bar.copy()
         others[v, k] = 0
-        mine = kern.activation_conditional(int(others[v].sum()), K - 1, c, e, int(others[:, k].sum()),
-                                           o["beta"], int(n_vk[:, k].sum()))
+        mine = kern.activation_conditional(
+            int(others[v].sum()), K - 1, c, e, int(others[:, k].sum()), o["beta"], int(n_vk[:, k].sum())
+        )
         assert mine == pytest.approx(brute, rel=1e-10), (v, k)
         assert expect_phi[v, k] == pytest.approx(brute, rel=1e-10), (v, k)
         checked += 1
@@ -210,8 +212,15 @@ def test_lida_chain_matches_exact_enumeration_of_z_and_activations():
     probs = {k: p / total for k, p in probs.items()}
     m = model(corpus, seed=7, **o)
     n = 20000
-    counts = chain_histogram(m, n, lambda m: (tuple(int(x) for x in m.z), tuple(int(x) for x in m.theta_bar.ravel()),
-                                              tuple(int(x) for x in m.phi_bar.ravel())))
+    counts = chain_histogram(
+        m,
+        n,
+        lambda m: (
+            tuple(int(x) for x in m.z),
+            tuple(int(x) for x in m.theta_bar.ravel()),
+            tuple(int(x) for x in m.phi_bar.ravel()),
+        ),
+    )
     assert chi_square_p(counts, probs, n) > 1e-3
 
 
@@ -221,11 +230,48 @@ def test_lida_chain_matches_exact_enumeration_of_z_and_activations():
 
 def test_synth_lida_recovers_topics_and_activation_densities(tmp_path):
     out = tmp_path / "s"
-    params = dict(topics=10, vocab_size=300, documents=500, length=100, alpha=1.0, beta=0.5, eta=3.0, delta=10.0,
-                  gamma=30.0, lam=10.0)
-    r = run("synth", "lida", "-o", out, "-K", 10, "-V", 300, "--documents", 500, "--test-documents", 50,
-            "--length", 100, "--alpha", 1.0, "--beta", 0.5, "--eta", 3.0, "--delta", 10.0, "--gamma", 30.0,
-            "--lambda", 10.0, "--seed", 3)
+    params = dict(
+        topics=10,
+        vocab_size=300,
+        documents=500,
+        length=100,
+        alpha=1.0,
+        beta=0.5,
+        eta=3.0,
+        delta=10.0,
+        gamma=30.0,
+        lam=10.0,
+    )
+    r = run(
+        "synth",
+        "lida",
+        "-o",
+        out,
+        "-K",
+        10,
+        "-V",
+        300,
+        "--documents",
+        500,
+        "--test-documents",
+        50,
+        "--length",
+        100,
+        "--alpha",
+        1.0,
+        "--beta",
+        0.5,
+        "--eta",
+        3.0,
+        "--delta",
+        10.0,
+        "--gamma",
+        30.0,
+        "--lambda",
+        10.0,
+        "--seed",
+        3,
+    )
     assert r.exit_code == 0, r.stderr
     truth = np.load(out / "truth.npz", allow_pickle=False)
     train = load_corpus(out)
@@ -254,8 +300,7 @@ def test_synth_lida_recovers_topics_and_activation_densities(tmp_path):
 def small_corpus():
     from topictool.synth_lida import lida
 
-    train, _, _ = lida(topics=6, vocab_size=80, documents=60, test_documents=10, length=30, eta=2.0, gamma=20.0,
-                       seed=4)
+    train, _, _ = lida(topics=6, vocab_size=80, documents=60, test_documents=10, length=30, eta=2.0, gamma=20.0, seed=4)
     return train
 
 
@@ -267,8 +312,10 @@ def round_trip(arrays):
         return {k: f[k] for k in f.files}
 
 
-@pytest.mark.parametrize("opts", [dict(variant="lida"), dict(variant="stm"),
-                                  dict(variant="lida", nonparametric=True, initial_topics=3, eta=4.0)])
+@pytest.mark.parametrize(
+    "opts",
+    [dict(variant="lida"), dict(variant="stm"), dict(variant="lida", nonparametric=True, initial_topics=3, eta=4.0)],
+)
 def test_resume_is_bit_for_bit(small_corpus, opts):
     straight = model(small_corpus, seed=9, K=12, **opts)
     for _ in range(20):
@@ -276,8 +323,9 @@ def test_resume_is_bit_for_bit(small_corpus, opts):
     half = model(small_corpus, seed=9, K=12, **opts)
     for _ in range(10):
         half.step()
-    resumed = LidaGibbs.from_state(small_corpus, LidaGibbs.resolve_options(dict(K=12, **opts)),
-                                   round_trip(half.state()))
+    resumed = LidaGibbs.from_state(
+        small_corpus, LidaGibbs.resolve_options(dict(K=12, **opts)), round_trip(half.state())
+    )
     for _ in range(10):
         resumed.step()
     a, b = straight.state(), resumed.state()
@@ -289,8 +337,16 @@ def test_resume_is_bit_for_bit(small_corpus, opts):
     resumed.check_invariants()
 
 
-@pytest.mark.parametrize("opts", [dict(variant="lda"), dict(variant="ftm"), dict(variant="stm"),
-                                  dict(variant="lida"), dict(variant="ftm", nonparametric=True, initial_topics=2)])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        dict(variant="lda"),
+        dict(variant="ftm"),
+        dict(variant="stm"),
+        dict(variant="lida"),
+        dict(variant="ftm", nonparametric=True, initial_topics=2),
+    ],
+)
 def test_every_variant_keeps_invariants_and_gives_valid_snapshots(small_corpus, opts):
     from topictool.evaluate.perplexity import document_completion
 
@@ -362,15 +418,18 @@ def test_nonparametric_step_is_the_large_K_limit_of_the_finite_one():
     assert np.all(np.abs(finite - infinite) < [0.3, 0.12, 0.15]), (finite, infinite)
 
 
-@pytest.mark.parametrize("opts, message", [
-    (dict(variant="sparse"), "variant='sparse'"),
-    (dict(alpha=0.0), "alpha=0.0"),
-    (dict(lam=-1.0), "lam=-1.0"),
-    (dict(K=0), "K=0"),
-    (dict(variant="stm", nonparametric=True), "nonparametric"),
-    (dict(nonparametric=True, initial_topics=200), "initial_topics=200"),
-    (dict(lambda_=1.0), "unknown option"),
-])
+@pytest.mark.parametrize(
+    "opts, message",
+    [
+        (dict(variant="sparse"), "variant='sparse'"),
+        (dict(alpha=0.0), "alpha=0.0"),
+        (dict(lam=-1.0), "lam=-1.0"),
+        (dict(K=0), "K=0"),
+        (dict(variant="stm", nonparametric=True), "nonparametric"),
+        (dict(nonparametric=True, initial_topics=200), "initial_topics=200"),
+        (dict(lambda_=1.0), "unknown option"),
+    ],
+)
 def test_bad_options_are_named(small_corpus, opts, message):
     with pytest.raises(InputError, match=message.replace("(", r"\(")):
         model(small_corpus, **opts)
@@ -390,10 +449,28 @@ def test_train_resume_and_evaluate_through_the_cli(tmp_path, monkeypatch):
 
     monkeypatch.setitem(registry.MODELS, "lida-gibbs", "topictool.models.lida:LidaGibbs")
     corpus = tmp_path / "c"
-    assert run("synth", "lida", "-o", corpus, "-K", 5, "-V", 60, "--documents", 40, "--test-documents", 8,
-               "--length", 30).exit_code == 0
-    common = ("-m", "lida-gibbs", "-K", 6, "--seed", 4, "--set", "variant=lida", "--set", "lam=2",
-              "--checkpoint-every", 3, "--log-every", 2)
+    assert (
+        run(
+            "synth", "lida", "-o", corpus, "-K", 5, "-V", 60, "--documents", 40, "--test-documents", 8, "--length", 30
+        ).exit_code
+        == 0
+    )
+    common = (
+        "-m",
+        "lida-gibbs",
+        "-K",
+        6,
+        "--seed",
+        4,
+        "--set",
+        "variant=lida",
+        "--set",
+        "lam=2",
+        "--checkpoint-every",
+        3,
+        "--log-every",
+        2,
+    )
     r = run("train", corpus, *common, "-n", 8, "-o", tmp_path / "straight", "--debug-checks")
     assert r.exit_code == 0, r.stderr
     assert run("train", corpus, *common, "-n", 4, "-o", tmp_path / "half").exit_code == 0

@@ -1,4 +1,5 @@
 """Direct-assignment variational HDP: hdp-online, hdp-online-sm (split-merge), hdp-batch."""
+
 import json
 
 import numpy as np
@@ -63,9 +64,14 @@ def test_local_step_and_document_bound_match_numpy():
     elogpi = digamma(th) - digamma(th.sum())
     n = np.concatenate([cnt @ p, [0.0]])
     ab = alpha * beta
-    ref_elbo = (gammaln(alpha) - gammaln(ab).sum() + ((ab - 1) * elogpi).sum()
-                - (gammaln(th.sum()) - gammaln(th).sum() + ((th - 1) * elogpi).sum())
-                + (n * elogpi).sum() + (cnt[:, None] * p * (ref[:, wid].T - np.log(p))).sum())
+    ref_elbo = (
+        gammaln(alpha)
+        - gammaln(ab).sum()
+        + ((ab - 1) * elogpi).sum()
+        - (gammaln(th.sum()) - gammaln(th).sum() + ((th - 1) * elogpi).sum())
+        + (n * elogpi).sum()
+        + (cnt[:, None] * p * (ref[:, wid].T - np.log(p))).sum()
+    )
     assert doc_elbo[0] == pytest.approx(ref_elbo, rel=1e-9)
 
 
@@ -76,8 +82,7 @@ def test_topic_terms_match_numpy():
     out, sums = np.empty(3), np.empty(3)
     kern.topic_terms(lam, eta, out, sums)
     elog = digamma(lam) - digamma(lam.sum(1, keepdims=True))
-    ref = (gammaln(W * eta) - W * gammaln(eta) - gammaln(lam.sum(1))
-           + (gammaln(lam) + (eta - lam) * elog).sum(1))
+    ref = gammaln(W * eta) - W * gammaln(eta) - gammaln(lam.sum(1)) + (gammaln(lam) + (eta - lam) * elog).sum(1)
     assert np.allclose(out, ref, rtol=1e-10)
     assert np.allclose(sums, elog.sum(1), rtol=1e-10)
 
@@ -91,11 +96,14 @@ def test_beta_objective_gradient(which):
     theta = np.concatenate([3.0 * beta[:K] + n, np.full((S, 1), 3.0 * beta[K])], axis=1)
     elps = oh.elog_pi_sums(theta)
     if which == "joint":
+
         def f(b):
             return oh.beta_objective(b, n, 2.0, 3.0, 1.7)
     else:
+
         def f(b):
             return oh.beta_objective_fixed_theta(b, 2.0 * elps, 2.0 * S, 3.0, 1.7)
+
     _, g = f(beta)
     for k in range(K + 1):
         e = np.zeros(K + 1)
@@ -153,8 +161,7 @@ def test_rejected_moves_leave_the_state_unchanged(move_state):
             state.propose_merge(a, b)
     _same_arrays(state, before)
     log = []
-    counts = sm.run_moves(state, iter(np.linspace(0.05, 0.95, 50)).__next__, 3, 6, 10, -1.0, 100,
-                          margin=1e300, log=log)
+    counts = sm.run_moves(state, iter(np.linspace(0.05, 0.95, 50)).__next__, 3, 6, 10, -1.0, 100, margin=1e300, log=log)
     assert log and counts["splits_accepted"] == counts["merges_accepted"] == counts["unused_merged"] == 0
     _same_arrays(state, before)
     assert state.K == before.K and state.ids == before.ids
@@ -184,7 +191,7 @@ def test_accepted_moves_raise_the_minibatch_bound(move_state):
     after = state.full_bound()
     assert after > bound
     assert after - bound == pytest.approx(counts["moves_delta"], rel=1e-6)
-    for kind, topics, delta in log:
+    for _kind, _topics, delta in log:
         assert np.isfinite(delta)
 
 
@@ -266,11 +273,45 @@ def test_training_loop_run_and_exact_resume(small_bars, tmp_path, monkeypatch):
     """Through `topictool train` (the registry entry is the lead's; added here for the test)."""
     monkeypatch.setitem(registry.MODELS, "hdp-online-sm", "topictool.models.online_hdp:OnlineHdpSplitMerge")
     corpus = tmp_path / "c"
-    r = run("synth", "bars", "-o", corpus, "--documents", "400", "--test-documents", "40", "--length", "100",
-            "--alpha", "0.3", "--side", "5", "--seed", "3")
+    r = run(
+        "synth",
+        "bars",
+        "-o",
+        corpus,
+        "--documents",
+        "400",
+        "--test-documents",
+        "40",
+        "--length",
+        "100",
+        "--alpha",
+        "0.3",
+        "--side",
+        "5",
+        "--seed",
+        "3",
+    )
     assert r.exit_code == 0, r.stderr
-    common = ["-m", "hdp-online-sm", "-K", "3", "--seed", "2", "--set", "minibatch=50", "--checkpoint-every", "3",
-              "--test", corpus, "--eval-every", "3", "--holdout", "fraction:0.2", "--log-every", "3"]
+    common = [
+        "-m",
+        "hdp-online-sm",
+        "-K",
+        "3",
+        "--seed",
+        "2",
+        "--set",
+        "minibatch=50",
+        "--checkpoint-every",
+        "3",
+        "--test",
+        corpus,
+        "--eval-every",
+        "3",
+        "--holdout",
+        "fraction:0.2",
+        "--log-every",
+        "3",
+    ]
     r = run("train", corpus, *common, "-n", "8", "-o", tmp_path / "whole")
     assert r.exit_code == 0, r.stderr
     r = run("train", corpus, *common, "-n", "4", "-o", tmp_path / "half")

@@ -85,8 +85,9 @@ def test_gibbs_fold_in_converges_to_the_exact_posterior_mean():
     docs = [{0: 1, 1: 2, 2: 1}, {0: 3}, {2: 2, 1: 1}]
     corpus = make_corpus(docs, ["a", "b", "c"])
     # every:9 holds nothing out of these short documents: all tokens are observed
-    r = document_completion((phi, alpha), corpus, holdout="every:9", burn_in=20, samples=40000,
-                            return_theta=True, seed=3)
+    r = document_completion(
+        (phi, alpha), corpus, holdout="every:9", burn_in=20, samples=40000, return_theta=True, seed=3
+    )
     for d, bag in enumerate(docs):
         words = [w for w, c in sorted(bag.items()) for _ in range(c)]
         exact = exact_posterior_mean(phi, alpha, words)
@@ -205,8 +206,16 @@ def test_cli_evaluate_json(model_and_test):
     assert r.exit_code == 0 and "perplexity" in r.stdout
 
 
-@pytest.mark.parametrize("args", [["--holdout", "every:0"], ["--holdout", "fraction:1.5"], ["--holdout", "half"],
-                                  ["--method", "em"], ["--samples", "0"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--holdout", "every:0"],
+        ["--holdout", "fraction:1.5"],
+        ["--holdout", "half"],
+        ["--method", "em"],
+        ["--samples", "0"],
+    ],
+)
 def test_cli_evaluate_bad_options_exit_2(model_and_test, args):
     d, test = model_and_test[:2]
     r = run("evaluate", d / "model.npz", test, *args)
@@ -222,7 +231,8 @@ def test_cli_evaluate_bad_inputs_exit_2_one_line(model_and_test, tmp_path):
     r = run("evaluate", tmp_path / "junk.npz", test)
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
     snapshot_of(phi, alpha, vocab, burst_concentration=np.ones(len(alpha)), burst_discount=0.3).save(
-        tmp_path / "bursty.npz")
+        tmp_path / "bursty.npz"
+    )
     r = run("evaluate", tmp_path / "bursty.npz", test, "--method", "vb")
     assert r.exit_code == 2 and "--method gibbs" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     r = run("evaluate", tmp_path, test)  # a directory without model.npz

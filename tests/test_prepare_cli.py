@@ -1,6 +1,6 @@
 """`topictool prepare` end to end, on real data where present, and its error paths."""
+
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -31,8 +31,18 @@ def test_ch_ldac_prepare_and_exports(tmp_path):
     for a, b in zip(open(ldac), open(out / "train.ldac")):
         assert sorted(a.split()[1:]) == sorted(b.split()[1:])
     # Written as UCI and read back: identical.
-    r = run("prepare", out / "train.ldac", "--vocab", out / "vocab.txt", "-o", tmp_path / "U",
-            "--test-fraction", "0", "--format", "uci")
+    r = run(
+        "prepare",
+        out / "train.ldac",
+        "--vocab",
+        out / "vocab.txt",
+        "-o",
+        tmp_path / "U",
+        "--test-fraction",
+        "0",
+        "--format",
+        "uci",
+    )
     assert r.exit_code == 0, r.stderr
     assert load_corpus(tmp_path / "U" / "docword.train.txt").equals(original)
     assert load_corpus(tmp_path / "U").equals(original)
@@ -41,17 +51,43 @@ def test_ch_ldac_prepare_and_exports(tmp_path):
 def test_text_to_ldac_to_prepared_round_trip(tmp_path):
     (tmp_path / "docs.txt").write_text(
         "The quick brown fox jumps over the lazy dog.\nA lazy dog sleeps; the fox runs!\n"
-        "Quick, quick: brown bread and fox-like foxes.\n")
-    r = run("prepare", tmp_path / "docs.txt", "-o", tmp_path / "A", "--min-count", "1",
-            "--test-fraction", "0", "--format", "ldac")
+        "Quick, quick: brown bread and fox-like foxes.\n"
+    )
+    r = run(
+        "prepare",
+        tmp_path / "docs.txt",
+        "-o",
+        tmp_path / "A",
+        "--min-count",
+        "1",
+        "--test-fraction",
+        "0",
+        "--format",
+        "ldac",
+    )
     assert r.exit_code == 0, r.stderr
-    r = run("prepare", tmp_path / "A" / "train.ldac", "--vocab", tmp_path / "A" / "vocab.txt",
-            "-o", tmp_path / "B", "--min-count", "1", "--test-fraction", "0")
+    r = run(
+        "prepare",
+        tmp_path / "A" / "train.ldac",
+        "--vocab",
+        tmp_path / "A" / "vocab.txt",
+        "-o",
+        tmp_path / "B",
+        "--min-count",
+        "1",
+        "--test-fraction",
+        "0",
+    )
     assert r.exit_code == 0, r.stderr
     a, b = load_corpus(tmp_path / "A"), load_corpus(tmp_path / "B")
     assert a.equals(b)
-    bags = [{a.vocab[w]: int(c) for w, c in zip(a.word_ids[a.doc_ptr[d]:a.doc_ptr[d + 1]],
-                                                 a.counts[a.doc_ptr[d]:a.doc_ptr[d + 1]])} for d in range(a.D)]
+    bags = [
+        {
+            a.vocab[w]: int(c)
+            for w, c in zip(a.word_ids[a.doc_ptr[d] : a.doc_ptr[d + 1]], a.counts[a.doc_ptr[d] : a.doc_ptr[d + 1]])
+        }
+        for d in range(a.D)
+    ]
     assert bags[0] == {"quick": 1, "brown": 1, "fox": 1, "jumps": 1, "lazy": 1, "dog": 1}
     assert bags[2] == {"quick": 2, "brown": 1, "bread": 1, "fox-like": 1, "foxes": 1}
 
@@ -59,8 +95,21 @@ def test_text_to_ldac_to_prepared_round_trip(tmp_path):
 def test_train_test_split_is_seeded_and_disjoint(tmp_path):
     (tmp_path / "d.txt").write_text("".join(f"word{i % 7} other{i % 3} common\n" for i in range(50)))
     for name in ("S1", "S2"):
-        assert run("prepare", tmp_path / "d.txt", "-o", tmp_path / name, "--min-count", "1", "--seed", "7",
-                   "--test-fraction", "0.2").exit_code == 0
+        assert (
+            run(
+                "prepare",
+                tmp_path / "d.txt",
+                "-o",
+                tmp_path / name,
+                "--min-count",
+                "1",
+                "--seed",
+                "7",
+                "--test-fraction",
+                "0.2",
+            ).exit_code
+            == 0
+        )
     m = json.loads((tmp_path / "S1" / "corpus.json").read_text())
     assert m["train"]["D"] == 40 and m["test"]["D"] == 10 and m["N"] == m["train"]["N"] + m["test"]["N"]
     assert (tmp_path / "S1" / "test.npz").read_bytes() == (tmp_path / "S2" / "test.npz").read_bytes()
@@ -71,8 +120,20 @@ def test_movie_reviews_size_time_memory(tmp_path):
     src = shared("nltk", "movie_reviews.zip")
     out = tmp_path / "movies"
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-c", "from topictool.cli.main import main; main()", "prepare", str(src),
-                        "-o", str(out), "--json"], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from topictool.cli.main import main; main()",
+            "prepare",
+            str(src),
+            "-o",
+            str(out),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     seconds = time.perf_counter() - t0
     peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     assert p.returncode == 0, p.stderr
@@ -113,8 +174,18 @@ def test_undecodable_bytes_reported_or_replaced(tmp_path):
     r = run("prepare", tmp_path / "t.txt", "-o", tmp_path / "o", "--min-count", "1", "--test-fraction", "0")
     assert r.exit_code == 2 and "t.txt:2:" in r.stderr and "undecodable" in r.stderr
     assert not (tmp_path / "o").exists()
-    r = run("prepare", tmp_path / "t.txt", "-o", tmp_path / "o", "--min-count", "1", "--test-fraction", "0",
-            "--errors", "replace")
+    r = run(
+        "prepare",
+        tmp_path / "t.txt",
+        "-o",
+        tmp_path / "o",
+        "--min-count",
+        "1",
+        "--test-fraction",
+        "0",
+        "--errors",
+        "replace",
+    )
     assert r.exit_code == 0
     assert "bytes" in read_vocab(tmp_path / "o" / "vocab.txt")
 
@@ -163,8 +234,10 @@ def test_failure_midway_leaves_nothing(tmp_path, monkeypatch):
 
 def test_damaged_prepared_corpus_is_reported(tmp_path):
     (tmp_path / "t.txt").write_text("cat dog\ndog cat fish\nfish\n")
-    assert run("prepare", tmp_path / "t.txt", "-o", tmp_path / "o", "--min-count", "1",
-               "--test-fraction", "0").exit_code == 0
+    assert (
+        run("prepare", tmp_path / "t.txt", "-o", tmp_path / "o", "--min-count", "1", "--test-fraction", "0").exit_code
+        == 0
+    )
     a = dict(np.load(tmp_path / "o" / "train.npz"))
     a["counts"][0] += 1
     np.savez(tmp_path / "o" / "train.npz", **a)

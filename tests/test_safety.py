@@ -8,6 +8,7 @@ two writers on one run; priors that overflow and hold-outs that hold nothing out
 vocabularies that do not match; compressed inputs truncated and faked; sizes that
 cannot fit; umask; a kill -9 during `train --force`; strict JSON; checkpoint order.
 """
+
 import bz2
 import gzip
 import json
@@ -59,7 +60,7 @@ def refused(args, root, expect=None):
     if expect is not None:
         assert expect in err, err
     after = tree(root)
-    assert after.keys() == before.keys(), (set(after) ^ set(before))
+    assert after.keys() == before.keys(), set(after) ^ set(before)
     for k in before:
         assert after[k] == before[k], k
     return r
@@ -75,8 +76,24 @@ def ok(*args):
 def base(tmp_path_factory):
     """A prepared corpus, a text source, a run and its snapshot (never modified by the tests)."""
     d = tmp_path_factory.mktemp("safety")
-    ok("synth", "lda", "-o", d / "corpus", "-K", "3", "-V", "40", "--documents", "30", "--length", "20",
-       "--test-documents", "5", "--format", "ldac")
+    ok(
+        "synth",
+        "lda",
+        "-o",
+        d / "corpus",
+        "-K",
+        "3",
+        "-V",
+        "40",
+        "--documents",
+        "30",
+        "--length",
+        "20",
+        "--test-documents",
+        "5",
+        "--format",
+        "ldac",
+    )
     (d / "texts").mkdir()
     for i in range(6):
         (d / "texts" / f"doc{i}.txt").write_text(f"apple banana cherry {'date ' * i} elder fig\n")
@@ -144,8 +161,10 @@ def test_directory_outputs_refuse_what_is_not_theirs(cmd, work):
     # topictool's own, but of another kind
     if cmd == "train":
         shutil.copytree(w / "corpus", w / "run2")  # a prepared corpus where a run would go
-        cases += [(w / "run2", ["--force"], "prepared corpus, not a run directory"),
-                  (w / "corpus", ["--force"], "is an input")]
+        cases += [
+            (w / "run2", ["--force"], "prepared corpus, not a run directory"),
+            (w / "corpus", ["--force"], "is an input"),
+        ]
     else:
         cases += [(w / "run", ["--force"], "run directory, not a prepared corpus")]
     if cmd == "prepare":
@@ -174,8 +193,11 @@ def test_prepare_refuses_an_output_holding_its_source(work):
     shutil.copy(w / "corpus" / "train.ldac", w / "proj" / "src" / "x.ldac")
     shutil.copy(w / "corpus" / "vocab.txt", w / "proj" / "src" / "x.vocab")
     refused(["prepare", w / "proj" / "src" / "x.ldac", "-o", w / "proj", "--force"], w, "holds an input")
-    refused(["prepare", w / "texts", "--vocab", w / "proj" / "src" / "x.vocab", "-o", w / "proj" / "src",
-             "--force"], w, "holds an input")
+    refused(
+        ["prepare", w / "texts", "--vocab", w / "proj" / "src" / "x.vocab", "-o", w / "proj" / "src", "--force"],
+        w,
+        "holds an input",
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -192,8 +214,12 @@ def test_file_outputs_refuse_what_they_must_not_replace(cmd, work):
     (w / "existing.txt").write_text("precious\n")
     os.symlink(w / "existing.txt", w / "link.txt")
     os.symlink(w / "nowhere.txt", w / "dangling.txt")
-    inputs = {"snapshot": w / "run" / "model.npz", "snapshot-import": w / "m.phi.txt", "topics": w / "model.npz",
-              "cooc": w / "words" / "vocab.txt"}
+    inputs = {
+        "snapshot": w / "run" / "model.npz",
+        "snapshot-import": w / "m.phi.txt",
+        "topics": w / "model.npz",
+        "cooc": w / "words" / "vocab.txt",
+    }
     cases = [
         (w / "existing.txt", [], "already exists (use --force"),
         (w / "foreign", ["--force"], "is a directory"),
@@ -234,16 +260,22 @@ def _wait_for_lock(run_dir, proc, timeout=60):
 
 def test_a_second_writer_is_refused_with_the_holders_pid(work):
     w = work
-    proc = subprocess.Popen([sys.executable, "-m", "topictool", "train", "--resume", str(w / "run"), "-n",
-                             "100000000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "topictool", "train", "--resume", str(w / "run"), "-n", "100000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         _wait_for_lock(w / "run", proc)
         ignore = {"run"}  # the running writer changes its own run; everything else must stay
         before = {k: v for k, v in tree(w).items() if k.split("/")[0] not in ignore}
         for args, expect in (
-                (["train", "--resume", w / "run", "-n", "1"], f"pid {proc.pid}"),
-                (["train", w / "corpus", "-m", "lda-gibbs", "-K", "3", "-n", "2", "-o", w / "run", "--force"],
-                 f"pid {proc.pid}")):
+            (["train", "--resume", w / "run", "-n", "1"], f"pid {proc.pid}"),
+            (
+                ["train", w / "corpus", "-m", "lda-gibbs", "-K", "3", "-n", "2", "-o", w / "run", "--force"],
+                f"pid {proc.pid}",
+            ),
+        ):
             r = run(*args)
             assert r.exit_code == 2 and expect in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert {k: v for k, v in tree(w).items() if k.split("/")[0] not in ignore} == before
@@ -259,8 +291,11 @@ def test_a_second_writer_is_refused_with_the_holders_pid(work):
 
 def test_a_stale_lock_of_a_killed_writer_does_not_block(work):
     w = work
-    proc = subprocess.Popen([sys.executable, "-m", "topictool", "train", "--resume", str(w / "run"), "-n",
-                             "100000000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "topictool", "train", "--resume", str(w / "run"), "-n", "100000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     _wait_for_lock(w / "run", proc)
     proc.kill()
     proc.wait()
@@ -291,8 +326,11 @@ def test_priors_that_overflow_are_refused(model, work):
     w = work
     for name in PRIOR_OPTIONS[model]:
         for bad in ("1e308", "inf", "nan", "0", "-1", "1e7"):
-            refused(["train", w / "corpus", "-m", model, "-K", "3", "-n", "2", "--set", f"{name}={bad}", "-o",
-                     w / "new"], w, f"option {name}=")
+            refused(
+                ["train", w / "corpus", "-m", model, "-K", "3", "-n", "2", "--set", f"{name}={bad}", "-o", w / "new"],
+                w,
+                f"option {name}=",
+            )
 
 
 @pytest.mark.parametrize("model", sorted(PRIOR_OPTIONS))
@@ -300,8 +338,24 @@ def test_the_largest_allowed_priors_train_to_finite_numbers(model, work):
     w = work
     sets = [x for name in PRIOR_OPTIONS[model] for x in ("--set", f"{name}=1e6")]
     extra = ["--set", "minibatch=10"] if model in ("hdp-online", "hdp-online-sm", "lda-scvb0", "lda-svi") else []
-    ok("train", w / "corpus", "-m", model, "-K", "3", "-n", "2", "--log-every", "1", *sets, *extra,
-       "--test", w / "corpus", "-o", w / "big")
+    ok(
+        "train",
+        w / "corpus",
+        "-m",
+        model,
+        "-K",
+        "3",
+        "-n",
+        "2",
+        "--log-every",
+        "1",
+        *sets,
+        *extra,
+        "--test",
+        w / "corpus",
+        "-o",
+        w / "big",
+    )
     for line in (w / "big" / "metrics.jsonl").read_text().splitlines():
         row = json.loads(line, parse_constant=lambda c: pytest.fail(f"bare {c} in metrics.jsonl"))
         assert row["log_likelihood"] is not None and np.isfinite(row["log_likelihood"]), row
@@ -333,8 +387,11 @@ def test_numbers_out_of_range_are_refused(work):
     ]
     (w / "big.ldac").write_text(f"1 0:{HUGE}\n")
     (w / "big.vocab").write_text("a\n")
-    cases += [["prepare", w / "big.ldac", "-o", w / "new"], ["train", w / "big.ldac", "-m", "lda-gibbs", "-o", w / "new"],
-              ["evaluate", w / "model.npz", w / "big.ldac", "--allow-oov"]]
+    cases += [
+        ["prepare", w / "big.ldac", "-o", w / "new"],
+        ["train", w / "big.ldac", "-m", "lda-gibbs", "-o", w / "new"],
+        ["evaluate", w / "model.npz", w / "big.ldac", "--allow-oov"],
+    ]
     for args in cases:
         refused(args, w)
 
@@ -346,8 +403,11 @@ def test_holdouts_are_checked_before_training(work):
     refused(train + ["--holdout", "every:1"], w, "--holdout")
     refused(train + ["--holdout", "sometimes"], w, "--holdout")
     refused(train + ["--holdout", "fraction:1.5"], w, "--holdout")
-    refused(["train", w / "corpus", "-m", "lda-gibbs", "-n", "2", "-o", w / "new", "--eval-every", "5"], w,
-            "--eval-every needs --test")
+    refused(
+        ["train", w / "corpus", "-m", "lda-gibbs", "-n", "2", "-o", w / "new", "--eval-every", "5"],
+        w,
+        "--eval-every needs --test",
+    )
     refused(["evaluate", w / "model.npz", w / "corpus", "--holdout", "every:100000"], w, "holds out no token")
     refused(["evaluate", w / "model.npz", w / "corpus", "--holdout", "fraction:0.0001"], w, "holds out no token")
 
@@ -355,8 +415,11 @@ def test_holdouts_are_checked_before_training(work):
 def test_a_test_corpus_with_another_vocabulary_is_refused_unless_allowed(work):
     w = work
     ok("synth", "lda", "-o", w / "other", "-V", "60", "--documents", "5", "--test-documents", "5", "--seed", "9")
-    refused(["train", w / "corpus", "-m", "lda-gibbs", "-K", "3", "-n", "2", "-o", w / "new", "--test",
-             w / "other"], w, "--allow-oov")
+    refused(
+        ["train", w / "corpus", "-m", "lda-gibbs", "-K", "3", "-n", "2", "-o", w / "new", "--test", w / "other"],
+        w,
+        "--allow-oov",
+    )
     refused(["evaluate", w / "model.npz", w / "other"], w, "--allow-oov")
     r = ok("evaluate", w / "model.npz", w / "other", "--allow-oov", "--json")
     res = json.loads(r.stdout)
@@ -370,11 +433,20 @@ def test_config_files_are_checked(work):
     train = ["train", w / "corpus", "-n", "1", "-o", w / "new", "--config"]
     (w / "bin.toml").write_bytes(bytes(range(256)) * 4)
     refused(train + [w / "bin.toml"], w, "not a TOML file")
-    for i, text in enumerate(['model = "lda-gibbs"\nK = "x"\n', 'model = 3\n', 'model = "lda-gibbs"\niterations = -1\n',
-                              'model = "lda-gibbs"\noptions = 5\n', 'model = "lda-gibbs"\nalpha = [1, 2]\n',
-                              'model = "lda-gibbs"\n[options]\nalpha = "lots"\n', 'model = "lda-gibbs"\nK = 1.5\n',
-                              'model = "lda-gibbs"\nthreads = 0\n', 'model = "lda-gibbs"\nK = 3\n[options]\nK = 4\n',
-                              'model = "lda-gibbs\n']):
+    for i, text in enumerate(
+        [
+            'model = "lda-gibbs"\nK = "x"\n',
+            "model = 3\n",
+            'model = "lda-gibbs"\niterations = -1\n',
+            'model = "lda-gibbs"\noptions = 5\n',
+            'model = "lda-gibbs"\nalpha = [1, 2]\n',
+            'model = "lda-gibbs"\n[options]\nalpha = "lots"\n',
+            'model = "lda-gibbs"\nK = 1.5\n',
+            'model = "lda-gibbs"\nthreads = 0\n',
+            'model = "lda-gibbs"\nK = 3\n[options]\nK = 4\n',
+            'model = "lda-gibbs\n',
+        ]
+    ):
         (w / f"c{i}.toml").write_text(text)
         refused(train + [w / f"c{i}.toml"], w)
     refused(train + [w / "foreign"], w, "is a directory")
@@ -389,24 +461,29 @@ def test_set_overrides_the_config_and_the_config_the_defaults(work):
     ok("train", w / "corpus", "--config", w / "c.toml", "-o", w / "r2")
     info = json.loads((w / "r2" / "run.json").read_text())
     assert info["options"]["K"] == 7 and info["options"]["alpha"] == 0.3
-    refused(["train", w / "corpus", "--config", w / "c.toml", "-K", "3", "--set", "K=5", "-o", w / "r3"], w,
-            "disagree")
+    refused(["train", w / "corpus", "--config", w / "c.toml", "-K", "3", "--set", "K=5", "-o", w / "r3"], w, "disagree")
 
 
 @pytest.mark.parametrize("pattern", ["a*", "", "\\b", "(\\w+)", "(?:x)|", "[", "x{0,3}"])
 def test_token_patterns_that_cannot_tokenize_are_refused(pattern, work):
     w = work
     refused(["prepare", w / "texts", "-o", w / "new", "--token-pattern", pattern], w, "--token-pattern")
-    refused(["cooc", w / "texts", "--vocab", w / "corpus", "-o", w / "ref.npz", "--token-pattern", pattern], w,
-            "--token-pattern")
+    refused(
+        ["cooc", w / "texts", "--vocab", w / "corpus", "-o", w / "ref.npz", "--token-pattern", pattern],
+        w,
+        "--token-pattern",
+    )
 
 
 def test_cooc_refuses_a_reference_with_no_documents_or_no_vocabulary_word(work):
     w = work
     (w / "page.xml").write_text("<html><body>" + "<p>nothing of the vocabulary here</p>" * 50 + "</body></html>\n")
     refused(["cooc", w / "page.xml", "--vocab", w / "corpus", "-o", w / "ref.npz"], w, "no word of the vocabulary")
-    refused(["cooc", w / "page.xml", "--source-format", "wiki", "--vocab", w / "corpus", "-o", w / "ref.npz"], w,
-            "not a MediaWiki XML dump")
+    refused(
+        ["cooc", w / "page.xml", "--source-format", "wiki", "--vocab", w / "corpus", "-o", w / "ref.npz"],
+        w,
+        "not a MediaWiki XML dump",
+    )
     (w / "empty.txt").write_text("")
     refused(["cooc", w / "empty.txt", "--vocab", w / "corpus", "-o", w / "ref.npz"], w, "no documents")
     # OUT.state that is not cooc's own is never touched
@@ -423,8 +500,11 @@ def test_a_pmi_file_needs_its_own_vocabulary(work):
     (w / "other.words").write_text("".join(f"x{i}\n" for i in range(100)))
     (w / "far.pmi").write_text("38 39 1.5\n")
     (w / "t.txt").write_text("w00 w01 w02\nw03 w04 w05\n")
-    refused(["pmi", "--topics", w / "t.txt", "--reference", w / "far.pmi", "--vocab", w / "corpus"], w,
-            "is --vocab the vocabulary it was made with")
+    refused(
+        ["pmi", "--topics", w / "t.txt", "--reference", w / "far.pmi", "--vocab", w / "corpus"],
+        w,
+        "is --vocab the vocabulary it was made with",
+    )
     refused(["pmi", w / "model.npz", "--reference", w / "ref.pmi", "--vocab", w / "other.words"], w)
 
 
@@ -486,8 +566,7 @@ def test_a_one_megabyte_word_does_not_make_a_huge_model(work):
     giant = "x" * (1 << 20)
     for i in range(4):
         (w / "big" / f"d{i}.txt").write_text(f"{giant} apple banana cherry {giant}\n")
-    ok("prepare", w / "big", "-o", w / "bigc", "--min-count", "1", "--test-fraction", "0", "--token-pattern",
-       "[a-z]+")
+    ok("prepare", w / "big", "-o", w / "bigc", "--min-count", "1", "--test-fraction", "0", "--token-pattern", "[a-z]+")
     ok("train", w / "bigc", "-m", "lda-gibbs", "-K", "2", "-n", "1", "-o", w / "bigr")
     size = (w / "bigr" / "model.npz").stat().st_size
     assert size < 3 * (1 << 20), size  # the words themselves, not 4 x 4 MB of padding
@@ -509,8 +588,9 @@ def test_counts_that_cannot_fit_are_refused_before_allocating(work):
 def test_huge_K_is_refused_with_the_memory_it_needs(work, monkeypatch):
     w = work
     monkeypatch.setattr(memory, "available_bytes", lambda: 1 << 30)
-    r = refused(["train", w / "corpus", "-m", "lda-gibbs", "-K", "10000000", "-n", "1", "-o", w / "new"], w,
-                "GiB of memory")
+    r = refused(
+        ["train", w / "corpus", "-m", "lda-gibbs", "-K", "10000000", "-n", "1", "-o", w / "new"], w, "GiB of memory"
+    )
     assert "needs at least" in r.stderr and "1.0 GiB are available" in r.stderr
     refused(["synth", "lda", "--documents", "100000000", "-o", w / "new"], w, "GiB of memory")
 
@@ -527,8 +607,22 @@ def test_outputs_follow_the_umask(mask, file_mode, dir_mode, work):
         outs = [w / "o-synth", w / "o-prep", w / "o-run", w / "o-snap.npz", w / "o-topics.txt", w / "o-ref.npz"]
         ok("synth", "lda", "--documents", "20", "--test-documents", "5", "-o", outs[0], "--format", "both")
         ok("prepare", w / "texts", "-o", outs[1], "--min-count", "1", "--format", "both")
-        ok("train", outs[0], "-m", "lda-gibbs", "-K", "3", "-n", "4", "--checkpoint-every", "2", "--test", outs[0],
-           "-o", outs[2])
+        ok(
+            "train",
+            outs[0],
+            "-m",
+            "lda-gibbs",
+            "-K",
+            "3",
+            "-n",
+            "4",
+            "--checkpoint-every",
+            "2",
+            "--test",
+            outs[0],
+            "-o",
+            outs[2],
+        )
         ok("train", "--resume", outs[2], "-n", "2")
         ok("train", outs[0], "-m", "lda-gibbs", "-K", "3", "-n", "2", "-o", outs[2], "--force")
         ok("snapshot", outs[2], "-o", outs[3])
@@ -587,8 +681,23 @@ def _is_whole_run(run_dir):
 def test_kill_during_force_leaves_the_old_run_or_the_new_one_whole(point, work):
     w = work
     old = tree(w / "run")
-    args = ["train", str(w / "corpus"), "-m", "lda-gibbs", "-K", "3", "-n", "6", "--seed", "5", "--checkpoint-every",
-            "3", "-o", str(w / "run"), "--force"]
+    args = [
+        "train",
+        str(w / "corpus"),
+        "-m",
+        "lda-gibbs",
+        "-K",
+        "3",
+        "-n",
+        "6",
+        "--seed",
+        "5",
+        "--checkpoint-every",
+        "3",
+        "-o",
+        str(w / "run"),
+        "--force",
+    ]
     p = subprocess.run([sys.executable, "-c", KILLER, point, *args], capture_output=True, timeout=300)
     assert p.returncode == -9, p.stderr
     if point == "after-swap":
@@ -606,8 +715,26 @@ def test_kill_during_force_leaves_the_old_run_or_the_new_one_whole(point, work):
 def test_kill_at_random_moments_of_train_force(work):
     w = work
     rng = np.random.default_rng(7)
-    args = [sys.executable, "-m", "topictool", "train", str(w / "corpus"), "-m", "lda-gibbs", "-K", "3", "-n", "60",
-            "--seed", "8", "--checkpoint-every", "1", "-o", str(w / "run"), "--force"]
+    args = [
+        sys.executable,
+        "-m",
+        "topictool",
+        "train",
+        str(w / "corpus"),
+        "-m",
+        "lda-gibbs",
+        "-K",
+        "3",
+        "-n",
+        "60",
+        "--seed",
+        "8",
+        "--checkpoint-every",
+        "1",
+        "-o",
+        str(w / "run"),
+        "--force",
+    ]
     outcomes = set()
     for _ in range(6):
         old = tree(w / "run")
@@ -638,10 +765,14 @@ def test_json_is_strict():
 
 def test_json_output_of_commands_is_strict(work):
     w = work
-    for args in (["info", w / "run", "--json"], ["evaluate", w / "model.npz", w / "corpus", "--json"],
-                 ["topics", w / "model.npz", "--json"], ["train", "--resume", w / "run", "-n", "1", "--json"]):
+    for args in (
+        ["info", w / "run", "--json"],
+        ["evaluate", w / "model.npz", w / "corpus", "--json"],
+        ["topics", w / "model.npz", "--json"],
+        ["train", "--resume", w / "run", "-n", "1", "--json"],
+    ):
         r = ok(*args)
-        json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"bare {c} in {args}"))
+        json.loads(r.stdout, parse_constant=lambda c, args=args: pytest.fail(f"bare {c} in {args}"))
     for line in (w / "run" / "metrics.jsonl").read_text().splitlines():
         json.loads(line, parse_constant=lambda c: pytest.fail(f"bare {c} in metrics.jsonl"))
 
@@ -649,8 +780,12 @@ def test_json_output_of_commands_is_strict(work):
 def test_checkpoints_are_ordered_by_number(tmp_path):
     for it in (999_999, 1_000_000, 2, 10_000_001):
         store.save_checkpoint(tmp_path, it, {"x": np.arange(3)}, {"model": "m"}, keep=0)
-    assert [store.checkpoint_iteration(p) for p in store.list_checkpoints(tmp_path)] == [2, 999_999, 1_000_000,
-                                                                                          10_000_001]
+    assert [store.checkpoint_iteration(p) for p in store.list_checkpoints(tmp_path)] == [
+        2,
+        999_999,
+        1_000_000,
+        10_000_001,
+    ]
     _, meta, _ = store.latest_checkpoint(tmp_path)
     assert meta["iteration"] == 10_000_001
     store.save_checkpoint(tmp_path, 10_000_002, {"x": np.arange(3)}, {"model": "m"}, keep=2)

@@ -1,4 +1,5 @@
 """Generalised Stirling numbers (topictool/kernels/stirling.py) against exact arithmetic."""
+
 import math
 from fractions import Fraction
 

@@ -15,8 +15,10 @@ def test_bars_truth_and_lengths(tmp_path):
     assert phi.shape == (20, 100)
     grid = phi.reshape(20, 10, 10)
     for k in range(10):  # topic k is row k, topic 10+k is column k, each uniform over its 10 cells
-        expect_row = np.zeros((10, 10)); expect_row[k, :] = 0.1
-        expect_col = np.zeros((10, 10)); expect_col[:, k] = 0.1
+        expect_row = np.zeros((10, 10))
+        expect_row[k, :] = 0.1
+        expect_col = np.zeros((10, 10))
+        expect_col[:, k] = 0.1
         assert np.array_equal(grid[k], expect_row) and np.array_equal(grid[10 + k], expect_col)
     train, test = load_corpus(tmp_path / "b"), load_corpus(tmp_path / "b", part="test")
     assert train.D == 300 and test.D == 30 and train.W == 100
@@ -25,7 +27,7 @@ def test_bars_truth_and_lengths(tmp_path):
     # every word of a document lies on a bar that the document's mixture uses
     support = truth["theta"][:5] @ phi > 0
     for d in range(5):
-        words = train.word_ids[train.doc_ptr[d]:train.doc_ptr[d + 1]]
+        words = train.word_ids[train.doc_ptr[d] : train.doc_ptr[d + 1]]
         assert support[d, words].all()
 
 

@@ -12,25 +12,30 @@ from topictool.topics import lift, read_topics_file, render, term_score, top_wor
 
 from .conftest import run
 
-PHI = np.array([[0.4, 0.3, 0.2, 0.1],
-                [0.1, 0.2, 0.3, 0.4],
-                [0.25, 0.25, 0.25, 0.25]])
+PHI = np.array([[0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25]])
 VOCAB = ("apple", "banana", "cherry", "date")
 
 
 def snap(phi=PHI, weight=(0.5, 0.3, 0.2), vocab=VOCAB):
     K = len(phi)
-    return Snapshot(phi=np.asarray(phi, dtype=float), alpha=np.full(K, 0.1), topic_weight=np.asarray(weight, float),
-                    vocab=tuple(vocab), meta={"model": "test"})
+    return Snapshot(
+        phi=np.asarray(phi, dtype=float),
+        alpha=np.full(K, 0.1),
+        topic_weight=np.asarray(weight, float),
+        vocab=tuple(vocab),
+        meta={"model": "test"},
+    )
 
 
 def test_term_score_by_hand():
     # phi_kv * log(phi_kv / (prod_j phi_jv)^(1/3)); e.g. column 0: geometric mean
     # (0.4 * 0.1 * 0.25)^(1/3) = 0.01^(1/3) = 0.2154435, so topic 0 scores
     # 0.4 * ln(0.4 / 0.2154435) = 0.4 * 0.6187660 = 0.2475064
-    expected = [[0.247506398715, 0.05877866649, -0.041907243961, -0.076752836433],
-                [-0.076752836433, -0.041907243961, 0.05877866649, 0.247506398715],
-                [0.037190591886, 0.003401832877, 0.003401832877, 0.037190591886]]
+    expected = [
+        [0.247506398715, 0.05877866649, -0.041907243961, -0.076752836433],
+        [-0.076752836433, -0.041907243961, 0.05877866649, 0.247506398715],
+        [0.037190591886, 0.003401832877, 0.003401832877, 0.037190591886],
+    ]
     assert np.allclose(term_score(PHI), expected, atol=1e-11)
     # and entry by entry straight from the definition
     for k in range(3):

@@ -1,6 +1,6 @@
 """The training loop: run directory, metrics, checkpoints, exact resume, signals, errors."""
+
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -19,8 +19,22 @@ MODEL_ARRAYS = ("phi", "alpha", "topic_weight")
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
     d = tmp_path_factory.mktemp("small")
-    r = run("synth", "lda", "-o", d / "c", "-K", "5", "-V", "120", "--documents", "150", "--length", "40",
-            "--test-documents", "20")
+    r = run(
+        "synth",
+        "lda",
+        "-o",
+        d / "c",
+        "-K",
+        "5",
+        "-V",
+        "120",
+        "--documents",
+        "150",
+        "--length",
+        "40",
+        "--test-documents",
+        "20",
+    )
     assert r.exit_code == 0, r.stderr
     return d / "c"
 
@@ -96,8 +110,27 @@ def test_damaged_checkpoint_falls_back_to_previous(small, tmp_path):
 
 
 def test_sigterm_checkpoints_and_exits_zero(small, tmp_path):
-    cmd = [sys.executable, "-m", "topictool", "train", str(small), "-m", "lda-gibbs", "-K", "5", "--seed", "6",
-           "-n", "100000", "-o", str(tmp_path / "r"), "--checkpoint-every", "0", "--log-every", "0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "topictool",
+        "train",
+        str(small),
+        "-m",
+        "lda-gibbs",
+        "-K",
+        "5",
+        "--seed",
+        "6",
+        "-n",
+        "100000",
+        "-o",
+        str(tmp_path / "r"),
+        "--checkpoint-every",
+        "0",
+        "--log-every",
+        "0",
+    ]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     metrics = tmp_path / "r" / "metrics.jsonl"
     deadline = time.time() + 120
@@ -120,8 +153,19 @@ def test_sigterm_checkpoints_and_exits_zero(small, tmp_path):
 
 def test_config_set_and_snapshot_command(small, tmp_path):
     (tmp_path / "c.toml").write_text('model = "lda-gibbs"\nK = 4\niterations = 6\nseed = 2\n[options]\nalpha = 0.5\n')
-    train(small, "--config", tmp_path / "c.toml", "--set", "beta=0.02", "-o", tmp_path / "r", "--checkpoint-every", "3",
-          "--keep-checkpoints", "5")
+    train(
+        small,
+        "--config",
+        tmp_path / "c.toml",
+        "--set",
+        "beta=0.02",
+        "-o",
+        tmp_path / "r",
+        "--checkpoint-every",
+        "3",
+        "--keep-checkpoints",
+        "5",
+    )
     info = json.loads((tmp_path / "r" / "run.json").read_text())
     assert info["options"]["K"] == 4 and info["options"]["alpha"] == 0.5 and info["options"]["beta"] == 0.02
     assert info["iterations_done"] == 6
@@ -154,11 +198,13 @@ def one_line_exit_2(r, text):
 
 def test_train_errors(small, tmp_path):
     one_line_exit_2(run("train", small, "-m", "lda-gibbs", "-K", "0", "-o", tmp_path / "a"), "0 is not in the range")
-    one_line_exit_2(run("train", small, "-m", "lda-gibbs", "--set", "K=0", "-o", tmp_path / "a"),
-                    "-K must be at least 1")
+    one_line_exit_2(
+        run("train", small, "-m", "lda-gibbs", "--set", "K=0", "-o", tmp_path / "a"), "-K must be at least 1"
+    )
     one_line_exit_2(run("train", small, "-m", "nope", "-o", tmp_path / "a"), "unknown model 'nope'")
-    one_line_exit_2(run("train", small, "-m", "lda-gibbs", "--set", "colour=red", "-o", tmp_path / "a"),
-                    "unknown option 'colour'")
+    one_line_exit_2(
+        run("train", small, "-m", "lda-gibbs", "--set", "colour=red", "-o", tmp_path / "a"), "unknown option 'colour'"
+    )
     one_line_exit_2(run("train", tmp_path / "missing", "-m", "lda-gibbs", "-o", tmp_path / "a"), "missing")
     assert not (tmp_path / "a").exists()
     # a damaged run: every checkpoint broken

@@ -7,6 +7,7 @@
 - recovery of planted topics (synth lda) and of the number of topics (synth hdp);
 - the training loop end to end through the CLI (registry entries patched in).
 """
+
 import json
 
 import numpy as np
@@ -77,7 +78,7 @@ def test_pcsvb0_one_document_word_by_word(clumping):
     m = build(HdpPcsvb0, one_doc(), K=T, reorder=False, clumping=clumping, init="random")
     s = m.state()
     n_dk = s["n_dk"][0].copy()
-    n_kw = s["scale"] * s["nkw"].T.copy()        # (T, V)
+    n_kw = s["scale"] * s["nkw"].T.copy()  # (T, V)
     n_k = s["scale"] * s["nk"].copy()
     u, v, order = s["u"].copy(), s["v"].copy(), list(s["order"])
     alpha, gamma, t_c, t_h = float(s["alpha"]), float(s["gamma"]), int(s["t_c"]), int(s["t_h"])
@@ -91,7 +92,7 @@ def test_pcsvb0_one_document_word_by_word(clumping):
     for w, count in units:
         q = (n_dk + alpha * pi) * (n_kw[:, w] + beta) / (n_k + V * beta)
         q /= q.sum()
-        for _ in range(count):          # clumping: the same q applied once per copy
+        for _ in range(count):  # clumping: the same q applied once per copy
             r_d = rho(1.0, 10.0, t_d)
             n_dk = (1 - r_d) * n_dk + r_d * N * q
             r_c = rho(10.0, 1000.0, t_c)
@@ -107,7 +108,7 @@ def test_pcsvb0_one_document_word_by_word(clumping):
     u_new = (1 - r_h) * u + r_h * (1 + D * E)
     v_new = np.empty(T)
     for p, k in enumerate(order):
-        v_new[k] = (1 - r_h) * v[k] + r_h * (gamma + D * sum(E[l] for l in order[p + 1:]))
+        v_new[k] = (1 - r_h) * v[k] + r_h * (gamma + D * sum(E[j] for j in order[p + 1 :]))
     gamma_new = gamma_fixed_point(order, u_new, v_new)
     alpha_new = (1 - r_h) * alpha + r_h * E.sum() / (psi(N + alpha) - psi(alpha))
     pi_new = stick_weights(order, u_new, v_new)
@@ -150,12 +151,16 @@ def test_pcsvb0_one_document_minibatch():
         t_d += 1
     E = 1 - keep
     r_c = rho(10.0, 1000.0, 0)
-    n_kw = (1 - r_c) * n_kw + r_c * (N / 3) * stats       # N / |M|, |M| = 3 tokens
+    n_kw = (1 - r_c) * n_kw + r_c * (N / 3) * stats  # N / |M|, |M| = 3 tokens
     n_k = (1 - r_c) * n_k + r_c * (N / 3) * stats.sum(axis=1)
     r_h = rho(5.0, 100.0, 0)
     u_new = (1 - r_h) * u + r_h * (1 + D * E)
-    v_new = np.array([(1 - r_h) * v[k] + r_h * (gamma + D * sum(E[l] for l in order[p + 1:]))
-                      for p, k in sorted(enumerate(order), key=lambda pk: pk[1])])
+    v_new = np.array(
+        [
+            (1 - r_h) * v[k] + r_h * (gamma + D * sum(E[j] for j in order[p + 1 :]))
+            for p, k in sorted(enumerate(order), key=lambda pk: pk[1])
+        ]
+    )
     alpha_new = (1 - r_h) * alpha + r_h * E.sum() / (psi(N + alpha) - psi(alpha))
 
     m.step()
@@ -173,7 +178,7 @@ def test_pcvb0_one_iteration():
     T, V, N, D, beta = 3, 4, 3, 1, 0.01
     m = build(HdpPcvb0, one_doc(), K=T, init="random")
     s = m.state()
-    q = s["q"].astype(np.float64)                        # (tokens, T), stored single precision
+    q = s["q"].astype(np.float64)  # (tokens, T), stored single precision
     n_dk, n_kw, n_k = s["n_dk"][0].copy(), s["n_wk"].T.copy(), s["n_k"].copy()
     alpha, gamma, order = float(s["alpha"]), float(s["gamma"]), list(s["order"])
     pi = stick_weights(order, s["u"], s["v"])
@@ -189,13 +194,13 @@ def test_pcvb0_one_iteration():
         n_k += new - old
         q[i] = new
     E = 1 - np.prod(1 - q, axis=0)
-    new_order = sorted(order, key=lambda k: -n_k[k])     # sticks re-ordered by size (stable)
+    new_order = sorted(order, key=lambda k: -n_k[k])  # sticks re-ordered by size (stable)
     u_new = 1 + D * E
 
     def v_of(g):
         v = np.empty(T)
         for p, k in enumerate(new_order):
-            v[k] = g + D * sum(E[l] for l in new_order[p + 1:])
+            v[k] = g + D * sum(E[j] for j in new_order[p + 1 :])
         return v
 
     # gamma = (T-1) / sum_{k<T} [Psi(u_k + v_k) - Psi(v_k)] with v depending on gamma: solved by iteration;
@@ -229,7 +234,7 @@ def test_scvb0_one_minibatch(burn_in):
     m = build(LdaScvb0, one_doc(), K=K, minibatch=1, burn_in=burn_in)
     s = m.state()
     n_theta = s["n_theta"][0].copy()
-    n_phi = s["scale"] * s["phi_wk"].T.copy()            # (K, V)
+    n_phi = s["scale"] * s["phi_wk"].T.copy()  # (K, V)
     n_z = s["scale"] * s["n_z"].copy()
     np.testing.assert_allclose(n_z, n_phi.sum(axis=1), rtol=1e-12)
 
@@ -244,7 +249,7 @@ def test_scvb0_one_minibatch(burn_in):
             n_theta = (1 - r) * n_theta + r * C * g
             t += 1
             if p == burn_in:
-                hat[:, w] += C / 3 * g                     # C / |M|, |M| = 3 tokens
+                hat[:, w] += C / 3 * g  # C / |M|, |M| = 3 tokens
     r = rho(10.0, 1000.0, 0)
     n_phi = (1 - r) * n_phi + r * hat
     n_z = (1 - r) * n_z + r * hat.sum(axis=1)
@@ -262,7 +267,7 @@ def test_svi_one_minibatch():
     words = [0, 2]
     m = build(LdaSvi, one_doc(), K=K, minibatch=1, max_local_iters=2, local_tol=1e-12, cold_passes=0)
     s = m.state()
-    lam = eta + s["scale"] * s["lam_wk"].T                # (K, V)
+    lam = eta + s["scale"] * s["lam_wk"].T  # (K, V)
     g = s["gamma_dk"][0].copy()
 
     # phi_dwk ∝ exp{Psi(gamma_dk) - Psi(sum gamma_d) + Psi(lambda_kw) - Psi(sum_w lambda_kw)}
@@ -309,7 +314,7 @@ VARIANTS = [
     (HdpPcvb0, dict(K=8, clumping=True, init="random")),
     (HdpPcsvb0, dict(K=8)),
     (HdpPcsvb0, dict(K=8, clumping=True, burn_in=1)),
-    (HdpPcsvb0, dict(K=8, minibatch=10, s_c=500.0)),   # rho^c near 1: the scale folds back often
+    (HdpPcsvb0, dict(K=8, minibatch=10, s_c=500.0)),  # rho^c near 1: the scale folds back often
 ]
 
 
@@ -363,13 +368,13 @@ def test_decay_scaled_folds_the_scale_back():
     B = A.sum(axis=0)
     s = kern.decay_scaled(A, B, 1.0, 0.5)
     assert s == 0.5 and A[0, 0] == 1.0
-    s = kern.decay_scaled(A, B, 1e-99, 0.5)            # 5e-100 < 1e-100? no: 5e-100 >= 1e-100
+    s = kern.decay_scaled(A, B, 1e-99, 0.5)  # 5e-100 < 1e-100? no: 5e-100 >= 1e-100
     assert s == pytest.approx(5e-100)
-    s = kern.decay_scaled(A, B, s, 0.9)                 # underflows past the threshold: folded back
+    s = kern.decay_scaled(A, B, s, 0.9)  # underflows past the threshold: folded back
     assert s == 1.0
     np.testing.assert_allclose(A, np.array([[1.0, 2.0], [3.0, 4.0]]) * 5e-101, rtol=1e-12)
     np.testing.assert_allclose(B, A.sum(axis=0), rtol=1e-12)
-    s = kern.decay_scaled(A, B, 1.0, 1.0)               # rho = 1 forgets everything
+    s = kern.decay_scaled(A, B, 1.0, 1.0)  # rho = 1 forgets everything
     assert s == 1.0 and not A.any() and not B.any()
 
 
@@ -380,18 +385,28 @@ def test_exp_digamma_accuracy():
 
 
 def test_step_size_schedule():
-    assert kern.step_size(10.0, 1000.0, 0.9, 0) == pytest.approx(10.0 / 1000.0 ** 0.9)
-    assert kern.step_size(10.0, 1.0, 0.9, 0) == 1.0     # capped
+    assert kern.step_size(10.0, 1000.0, 0.9, 0) == pytest.approx(10.0 / 1000.0**0.9)
+    assert kern.step_size(10.0, 1.0, 0.9, 0) == 1.0  # capped
     c = kern.keep_fraction(1.0, 10.0, 0.9, 3, 4)
     assert c == pytest.approx(np.prod([1 - 1 / (10.0 + t) ** 0.9 for t in range(3, 7)]))
 
 
-@pytest.mark.parametrize("cls,bad", [
-    (LdaSvi, {"K": 0}), (LdaSvi, {"alpha": -1.0}), (LdaSvi, {"kappa": 1.5}), (LdaSvi, {"minibatch": 0}),
-    (LdaScvb0, {"eta": 0.0}), (LdaScvb0, {"burn_in": -1}), (HdpPcvb0, {"init": "kmeans"}),
-    (HdpPcsvb0, {"beta": 0.0}), (HdpPcsvb0, {"minibatch": -2}), (HdpPcsvb0, {"tau_c": -1.0}),
-    (HdpPcsvb0, {"no_such_option": 1}),
-])
+@pytest.mark.parametrize(
+    "cls,bad",
+    [
+        (LdaSvi, {"K": 0}),
+        (LdaSvi, {"alpha": -1.0}),
+        (LdaSvi, {"kappa": 1.5}),
+        (LdaSvi, {"minibatch": 0}),
+        (LdaScvb0, {"eta": 0.0}),
+        (LdaScvb0, {"burn_in": -1}),
+        (HdpPcvb0, {"init": "kmeans"}),
+        (HdpPcsvb0, {"beta": 0.0}),
+        (HdpPcsvb0, {"minibatch": -2}),
+        (HdpPcsvb0, {"tau_c": -1.0}),
+        (HdpPcsvb0, {"no_such_option": 1}),
+    ],
+)
 def test_bad_options(small_lda, cls, bad):
     with pytest.raises(InputError):
         build(cls, small_lda, **bad)
@@ -417,12 +432,16 @@ def planted_lda():
     return synth.lda(topics=10, vocab_size=500, documents=1000, test_documents=50, length=100, seed=3)
 
 
-@pytest.mark.parametrize("cls,opts,steps", [
-    (LdaSvi, dict(K=10, minibatch=50), 30),
-    (LdaScvb0, dict(K=10, minibatch=20, tau_phi=100.0), 10),
-    (HdpPcvb0, dict(K=20), 20),
-    (HdpPcsvb0, dict(K=20), 15),
-], ids=["lda-svi", "lda-scvb0", "hdp-pcvb0", "hdp-pcsvb0"])
+@pytest.mark.parametrize(
+    "cls,opts,steps",
+    [
+        (LdaSvi, dict(K=10, minibatch=50), 30),
+        (LdaScvb0, dict(K=10, minibatch=20, tau_phi=100.0), 10),
+        (HdpPcvb0, dict(K=20), 20),
+        (HdpPcsvb0, dict(K=20), 15),
+    ],
+    ids=["lda-svi", "lda-scvb0", "hdp-pcvb0", "hdp-pcsvb0"],
+)
 def test_recovers_planted_topics(planted_lda, cls, opts, steps):
     train, _, truth = planted_lda
     m = build(cls, train, seed=3, **opts)
@@ -441,10 +460,14 @@ def planted_hdp():
 # 100k-token corpus (rho^c N ~ 2 counts per token after 20 passes), and the noise splits large
 # topics (18-26 topics above 1% over data seeds 1-3); s_c = 2 with clumping is within +-3 (see
 # docs/models/variational.md).
-@pytest.mark.parametrize("cls,opts,steps", [
-    (HdpPcvb0, dict(K=50), 30),
-    (HdpPcsvb0, dict(K=50, s_c=2.0, clumping=True), 20),
-], ids=["hdp-pcvb0", "hdp-pcsvb0"])
+@pytest.mark.parametrize(
+    "cls,opts,steps",
+    [
+        (HdpPcvb0, dict(K=50), 30),
+        (HdpPcsvb0, dict(K=50, s_c=2.0, clumping=True), 20),
+    ],
+    ids=["hdp-pcvb0", "hdp-pcsvb0"],
+)
 def test_number_of_topics(planted_hdp, cls, opts, steps):
     train, _, truth = planted_hdp
     m = build(cls, train, seed=1, **opts)
@@ -468,13 +491,48 @@ def registered(monkeypatch):
 @pytest.mark.parametrize("name", sorted(ENTRIES))
 def test_train_cli_with_evaluation_and_resume(registered, tmp_path, name):
     corpus = tmp_path / "c"
-    r = run("synth", "lda", "-o", corpus, "-K", "4", "-V", "80", "--documents", "60", "--length", "30",
-            "--test-documents", "10")
+    r = run(
+        "synth",
+        "lda",
+        "-o",
+        corpus,
+        "-K",
+        "4",
+        "-V",
+        "80",
+        "--documents",
+        "60",
+        "--length",
+        "30",
+        "--test-documents",
+        "10",
+    )
     assert r.exit_code == 0, r.stderr
     out = tmp_path / "run"
     option = "clumping=true" if name == "hdp-pcvb0" else "minibatch=16"
-    r = run("train", corpus, "-m", name, "-K", "6", "-n", "2", "--test", corpus, "--eval-every", "1",
-            "--log-every", "1", "--checkpoint-every", "1", "--debug-checks", "-o", out, "--set", option)
+    r = run(
+        "train",
+        corpus,
+        "-m",
+        name,
+        "-K",
+        "6",
+        "-n",
+        "2",
+        "--test",
+        corpus,
+        "--eval-every",
+        "1",
+        "--log-every",
+        "1",
+        "--checkpoint-every",
+        "1",
+        "--debug-checks",
+        "-o",
+        out,
+        "--set",
+        option,
+    )
     assert r.exit_code == 0, r.stderr
     rows = store.read_jsonl(out / "metrics.jsonl")
     assert [row["documents_seen"] for row in rows] == [60, 120]

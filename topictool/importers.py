@@ -29,6 +29,7 @@ The messages (one line each) are appended to the list passed as ``report=``
 ``snapshot.meta["source"]`` records the files read. import_text keeps the meta
 stored with the model (its .meta.json) unchanged.
 """
+
 import json
 import math
 import struct
@@ -157,11 +158,15 @@ def complete_rows(weights, messages, what="imported model"):
             else:
                 row[fill[k]] = pos.min()
     if n_absent:
-        messages.append(f"{n_absent} (topic, word) entries absent from the {what} were given the topic's "
-                        f"smallest probability (smallest-mass smoothing)")
+        messages.append(
+            f"{n_absent} (topic, word) entries absent from the {what} were given the topic's "
+            f"smallest probability (smallest-mass smoothing)"
+        )
     if n_zero:
-        messages.append(f"{n_zero} zero probabilities in the {what} were raised to the topic's smallest "
-                        f"positive probability (smallest-mass smoothing)")
+        messages.append(
+            f"{n_zero} zero probabilities in the {what} were raised to the topic's smallest "
+            f"positive probability (smallest-mass smoothing)"
+        )
     if uniform_rows:
         messages.append(f"{uniform_rows} topic(s) of the {what} had no positive weight and were made uniform")
     sums = a.sum(axis=1)
@@ -182,8 +187,9 @@ def align(weights, words, vocab, messages, what="imported model"):
     inside = src >= 0
     n_in = int(inside.sum())
     if n_in == 0:
-        raise InputError(f"no word of the {what} is in the given vocabulary of {len(vocab)} words "
-                         f"(wrong vocabulary file?)")
+        raise InputError(
+            f"no word of the {what} is in the given vocabulary of {len(vocab)} words (wrong vocabulary file?)"
+        )
     weights = np.asarray(weights, dtype=np.float64)
     out = np.full((weights.shape[0], len(vocab)), np.nan)
     out[:, src[inside]] = weights[:, inside]
@@ -193,8 +199,10 @@ def align(weights, words, vocab, messages, what="imported model"):
             tot = np.nansum(weights, axis=1)
             lost = np.nansum(weights[:, ~inside], axis=1) / np.where(tot > 0, tot, 1)
         example = ", ".join(repr(w) for w in np.asarray(words, dtype=object)[~inside][:3])
-        messages.append(f"{dropped} of the {len(words)} words of the {what} are not in the vocabulary and were "
-                        f"dropped (e.g. {example}; mean mass {float(np.mean(lost)):.3g} per topic)")
+        messages.append(
+            f"{dropped} of the {len(words)} words of the {what} are not in the vocabulary and were "
+            f"dropped (e.g. {example}; mean mass {float(np.mean(lost)):.3g} per topic)"
+        )
     missing = len(vocab) - n_in
     if missing:
         messages.append(f"{missing} of the {len(vocab)} vocabulary words are not in the {what}")
@@ -214,10 +222,15 @@ def _finish(phi, alpha, topic_weight, vocab, meta, messages, path, burst=None, r
         meta["import_messages"] = list(messages)
     if report is not None:
         report.extend(messages)
-    snap = Snapshot(phi=np.ascontiguousarray(phi, dtype=np.float64), alpha=np.asarray(alpha, dtype=np.float64),
-                    topic_weight=topic_weight, vocab=tuple(vocab), meta=meta,
-                    burst_concentration=None if burst is None else np.asarray(burst[0], dtype=np.float64),
-                    burst_discount=None if burst is None else float(burst[1]))
+    snap = Snapshot(
+        phi=np.ascontiguousarray(phi, dtype=np.float64),
+        alpha=np.asarray(alpha, dtype=np.float64),
+        topic_weight=topic_weight,
+        vocab=tuple(vocab),
+        meta=meta,
+        burst_concentration=None if burst is None else np.asarray(burst[0], dtype=np.float64),
+        burst_discount=None if burst is None else float(burst[1]),
+    )
     if np.any(snap.alpha < 0) or not np.all(np.isfinite(snap.alpha)) or snap.alpha.sum() <= 0:
         raise InputError("alpha must be finite, non-negative and not all zero", path)
     return snap.check(path)
@@ -366,13 +379,19 @@ def import_hca(phi_path, tokens_path=None, par_path=None, alpha_path=None, vocab
             raise InputError(f"the dictionary has {len(words)} words but the .phi file has W={W}", tokens_path)
     elif target is not None:
         if len(target) != W:
-            raise InputError(f"the .phi file has W={W} words but the vocabulary has {len(target)}; "
-                             f"give hca's dictionary (DataStem.tokens or .words) as well", phi_path)
+            raise InputError(
+                f"the .phi file has W={W} words but the vocabulary has {len(target)}; "
+                f"give hca's dictionary (DataStem.tokens or .words) as well",
+                phi_path,
+            )
         words = target
         messages.append("hca's word order taken to be the vocabulary's (no dictionary given)")
     else:
-        raise InputError("an hca .phi file holds no words: give hca's dictionary (DataStem.tokens or "
-                         "DataStem.words) or the vocabulary in hca's word order", phi_path)
+        raise InputError(
+            "an hca .phi file holds no words: give hca's dictionary (DataStem.tokens or "
+            "DataStem.words) or the vocabulary in hca's word order",
+            phi_path,
+        )
 
     par = {}
     hyper = {"T": T, "W": W, "phi_samples": C}
@@ -407,17 +426,17 @@ def import_hca(phi_path, tokens_path=None, par_path=None, alpha_path=None, vocab
         b = _par_float(par, "b", par_path)
         a = _par_float(par, "a", par_path) or 0.0
         if b is None or b <= 0:
-            raise InputError(f"Pitman-Yor alpha side (PYalpha = {py_alpha}) but no positive concentration b",
-                             par_path)
+            raise InputError(f"Pitman-Yor alpha side (PYalpha = {py_alpha}) but no positive concentration b", par_path)
         base = pi if pi is not None else probs
         if base is None or not base.sum() > 0:
-            raise InputError("no topic proportions: give the .alpha file (hca -lalpha) or a .par with probs",
-                             par_path)
+            raise InputError("no topic proportions: give the .alpha file (hca -lalpha) or a .par with probs", par_path)
         alpha = b * base / base.sum()
         hyper.update(PYalpha=py_alpha, a=a, b=b)
         if a > 0:
-            messages.append(f"alpha side is a Pitman-Yor process with discount a={a:g}; using the Dirichlet "
-                            f"approximation alpha = b * pi")
+            messages.append(
+                f"alpha side is a Pitman-Yor process with discount a={a:g}; using the Dirichlet "
+                f"approximation alpha = b * pi"
+            )
     else:
         if pi is not None:
             alpha = DEFAULT_ALPHA_SUM * pi
@@ -468,8 +487,9 @@ def _read_mallet_weights(path):
         try:
             t, wt = int(parts[0]), float(parts[2])
         except ValueError:
-            raise InputError(f"expected an integer topic and a numeric weight, got {line.strip()!r}",
-                             path, lineno) from None
+            raise InputError(
+                f"expected an integer topic and a numeric weight, got {line.strip()!r}", path, lineno
+            ) from None
         if t < 0 or not math.isfinite(wt) or wt < 0:
             raise InputError("topic must be >= 0 and weight finite and >= 0", path, lineno)
         topics.append(t)
@@ -509,8 +529,11 @@ def _word_index(topics, words, K):
     if n % K == 0:
         W = n // K
         block = words[:W]
-        if (np.array_equal(topics, np.repeat(np.arange(K), W)) and len(set(block)) == W
-                and all(words[b * W:(b + 1) * W] == block for b in range(1, K))):
+        if (
+            np.array_equal(topics, np.repeat(np.arange(K), W))
+            and len(set(block)) == W
+            and all(words[b * W : (b + 1) * W] == block for b in range(1, K))
+        ):
             return tuple(block), np.tile(np.arange(W, dtype=np.int64), K)
     index = {}
     idx = np.fromiter((index.setdefault(w, len(index)) for w in words), dtype=np.int64, count=n)
@@ -530,8 +553,9 @@ def _read_mallet_keys(path):
         try:
             t, a = int(parts[0]), float(parts[1])
         except ValueError:
-            raise InputError(f"expected an integer topic and a numeric alpha, got {line.strip()[:60]!r}",
-                             path, lineno) from None
+            raise InputError(
+                f"expected an integer topic and a numeric alpha, got {line.strip()[:60]!r}", path, lineno
+            ) from None
         if t in alpha:
             raise InputError(f"topic {t} appears twice", path, lineno)
         if not math.isfinite(a) or a < 0:
@@ -565,8 +589,9 @@ def import_mallet(weights_path, keys_path=None, vocab_path=None, report=None):
     K = int(topics.max()) + 1
     present = np.bincount(topics, minlength=K) > 0
     if not present.all():
-        raise InputError(f"topics must be numbered 0..{K - 1}; missing {np.flatnonzero(~present)[:5].tolist()}",
-                         weights_path)
+        raise InputError(
+            f"topics must be numbered 0..{K - 1}; missing {np.flatnonzero(~present)[:5].tolist()}", weights_path
+        )
     src_words, word_idx = _word_index(topics, words, K)
     W = len(src_words)
     flat = topics * W + word_idx
@@ -587,8 +612,11 @@ def import_mallet(weights_path, keys_path=None, vocab_path=None, report=None):
         amap = _read_mallet_keys(keys_path)
         files["keys"] = str(keys_path)
         if sorted(amap) != list(range(K)):
-            raise InputError(f"the keys file has topics {min(amap)}..{max(amap)} ({len(amap)} topics) but the "
-                             f"weights file has 0..{K - 1}", keys_path)
+            raise InputError(
+                f"the keys file has topics {min(amap)}..{max(amap)} ({len(amap)} topics) but the "
+                f"weights file has 0..{K - 1}",
+                keys_path,
+            )
         alpha = np.array([amap[k] for k in range(K)], dtype=np.float64)
     else:
         alpha = np.full(K, DEFAULT_ALPHA_SUM / K)

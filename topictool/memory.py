@@ -5,6 +5,7 @@ refusal is never wrong); the available figure is the smallest of the machine's
 MemAvailable, the cgroup's limit (a batch job's allocation) and the address-space
 limit (``ulimit -v``).
 """
+
 import os
 import resource
 
@@ -70,5 +71,6 @@ def check_memory(needed, what):
     needed = int(needed)
     available = available_bytes()
     if available is not None and needed > available:
-        raise InputError(f"{what} needs at least {needed / GiB:,.1f} GiB of memory; {available / GiB:,.1f} GiB "
-                         f"are available")
+        raise InputError(
+            f"{what} needs at least {needed / GiB:,.1f} GiB of memory; {available / GiB:,.1f} GiB are available"
+        )

@@ -1,4 +1,5 @@
 """Snapshot: the portable estimate of a topic model (DESIGN.md, snapshot .npz)."""
+
 import json
 from dataclasses import dataclass, field
 
@@ -10,10 +11,10 @@ from .errors import InputError
 
 @dataclass
 class Snapshot:
-    phi: np.ndarray            # (K, W) rows sum to 1, posterior mean incl. prior smoothing
-    alpha: np.ndarray          # (K,) effective Dirichlet prior on a document's proportions
-    topic_weight: np.ndarray   # (K,) corpus topic proportions
-    vocab: tuple               # (W,) words
+    phi: np.ndarray  # (K, W) rows sum to 1, posterior mean incl. prior smoothing
+    alpha: np.ndarray  # (K,) effective Dirichlet prior on a document's proportions
+    topic_weight: np.ndarray  # (K,) corpus topic proportions
+    vocab: tuple  # (W,) words
     meta: dict = field(default_factory=dict)
     burst_concentration: np.ndarray = None  # (K,) for models with the burstiness front end
     burst_discount: float = None

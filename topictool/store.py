@@ -22,6 +22,7 @@ The output rule (every command that writes follows it, through this module):
   included): a second writer is refused with the holder's pid.
 * Files and directories follow the umask (0644/0755 under umask 022).
 """
+
 import contextlib
 import ctypes
 import ctypes.util
@@ -53,11 +54,29 @@ LOCK = ".topictool.lock"
 # What topictool writes inside each kind of directory (paths relative to it). A
 # directory holding anything else is not replaced by --force: it holds the user's files.
 _OWN_FILES = {
-    "corpus": ("corpus.json", "vocab.txt", "train.npz", "test.npz", "truth.npz", "train.ldac", "test.ldac",
-               "docword.train.txt", "docword.test.txt", "vocab.train.txt", "vocab.test.txt",
-               "data_prep.json"),  # the record data_prep/ adds to the corpora it makes
-    "run": ("run.json", "metrics.jsonl", "model.npz", "vocab.txt", "checkpoints", "checkpoints/iter-*.npz",
-            "checkpoints/.*.tmp"),
+    "corpus": (
+        "corpus.json",
+        "vocab.txt",
+        "train.npz",
+        "test.npz",
+        "truth.npz",
+        "train.ldac",
+        "test.ldac",
+        "docword.train.txt",
+        "docword.test.txt",
+        "vocab.train.txt",
+        "vocab.test.txt",
+        "data_prep.json",
+    ),  # the record data_prep/ adds to the corpora it makes
+    "run": (
+        "run.json",
+        "metrics.jsonl",
+        "model.npz",
+        "vocab.txt",
+        "checkpoints",
+        "checkpoints/iter-*.npz",
+        "checkpoints/.*.tmp",
+    ),
     "cooc-state": ("state.npz", "run-*.keys", "run-*.counts", ".run-*.tmp"),
 }
 _ALWAYS_OWN = (MARKER, LOCK, ".*.tmp")
@@ -324,8 +343,10 @@ def kind_of(directory):
             return None
         return kind if kind in _OWN_FILES else None
     # directories written before the marker existed
-    for kind, name, keys in (("run", "run.json", ("format_version", "topictool_version", "spec")),
-                             ("corpus", "corpus.json", ("format_version", "topictool_version"))):
+    for kind, name, keys in (
+        ("run", "run.json", ("format_version", "topictool_version", "spec")),
+        ("corpus", "corpus.json", ("format_version", "topictool_version")),
+    ):
         try:
             info = json.loads((d / name).read_text("utf-8"))
         except (ValueError, OSError):
@@ -384,8 +405,11 @@ def check_output_dir(path, force=False, kind="corpus", inputs=(), resume_hint=Fa
             raise InputError(f"output already exists (use --force to replace it{hint})", path)
         found = kind_of(p)
         if found is None:
-            raise InputError(f"is not a directory topictool wrote (no {MARKER} marker); --force replaces only "
-                             f"topictool's own output", path)
+            raise InputError(
+                f"is not a directory topictool wrote (no {MARKER} marker); --force replaces only "
+                f"topictool's own output",
+                path,
+            )
         if found != kind:
             raise InputError(f"is a topictool {_KIND_NAMES[found]}, not a {what}; not replacing it", path)
         foreign = foreign_entries(p, kind)
@@ -423,8 +447,11 @@ class DirLock:
             except BlockingIOError:
                 holder = _holder_pid(fd)
                 os.close(fd)
-                raise InputError(f"this {what} is in use by another topictool process (pid {holder}); wait for it "
-                                 f"to finish or stop it first", self.directory) from None
+                raise InputError(
+                    f"this {what} is in use by another topictool process (pid {holder}); wait for it "
+                    f"to finish or stop it first",
+                    self.directory,
+                ) from None
             # the lock file we locked must still be the one at the path (a --force may have swapped
             # the directory between our open and our flock)
             try:
@@ -535,8 +562,11 @@ def _move_into_place(stage, target):
                 os.rename(stage, target)
         except OSError as e:
             if e.errno in (errno.EEXIST, errno.ENOTEMPTY):
-                raise InputError("the output appeared while this command was writing it (another process?); "
-                                 f"the new output is left in {stage}", target) from None
+                raise InputError(
+                    "the output appeared while this command was writing it (another process?); "
+                    f"the new output is left in {stage}",
+                    target,
+                ) from None
             raise
         _fsync_dir(Path(target).parent)
         return None
@@ -555,8 +585,10 @@ def _move_into_place(stage, target):
 def write_marker(directory, kind):
     from . import __version__
 
-    write_text(Path(directory) / MARKER, json.dumps({"kind": kind, "written_by": "topictool",
-                                                      "topictool_version": __version__}) + "\n")
+    write_text(
+        Path(directory) / MARKER,
+        json.dumps({"kind": kind, "written_by": "topictool", "topictool_version": __version__}) + "\n",
+    )
 
 
 def _remove_own(directory):
@@ -623,8 +655,7 @@ class DirectoryOutput:
             try:
                 os.mkdir(target, _dir_mode())
             except FileExistsError:
-                raise InputError("output already exists (created by another process just now)", self.target) \
-                    from None
+                raise InputError("output already exists (created by another process just now)", self.target) from None
             self.path = target
         os.chmod(self.path, _dir_mode())  # mkdtemp makes 0700 whatever the umask
         write_marker(self.path, self.kind)
@@ -641,8 +672,11 @@ class DirectoryOutput:
             if target.is_dir() and any(target.iterdir()):
                 foreign = foreign_entries(target, self.kind)
                 if foreign:
-                    raise InputError(f"files were added to the old output while this command ran ({foreign[0]}); "
-                                     f"not replacing it (the new output is in {self.path})", self.target)
+                    raise InputError(
+                        f"files were added to the old output while this command ran ({foreign[0]}); "
+                        f"not replacing it (the new output is in {self.path})",
+                        self.target,
+                    )
             _fsync_dir(self.path)
             old = _move_into_place(self.path, target)
             self.path = target
@@ -714,8 +748,7 @@ def save_checkpoint(run, iteration, arrays, meta, keep=3):
     for name in arrays:
         if name.startswith("__"):
             raise ValueError(f"reserved array name {name}")
-    header = dict(meta, format_version=CHECKPOINT_VERSION, iteration=int(iteration),
-                  checksum=_arrays_checksum(arrays))
+    header = dict(meta, format_version=CHECKPOINT_VERSION, iteration=int(iteration), checksum=_arrays_checksum(arrays))
     path = checkpoint_path(run, iteration)
     write_npz(path, __meta__=np.array(dumps(header)), **arrays)
     if keep and keep > 0:

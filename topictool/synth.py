@@ -4,6 +4,7 @@ Each generator returns (train Corpus, test Corpus, truth dict of arrays). The
 bag of words of a document is drawn as Multinomial(length, theta_d @ phi),
 which is the LDA generative process with the topic assignments marginalised.
 """
+
 import numpy as np
 
 from .corpus import Corpus
@@ -69,8 +70,10 @@ def check_size(documents, length, K, V):
     from .memory import check_memory
 
     n = int(documents)
-    check_memory(8 * n * K + 8 * K * V + 16 * n * min(int(length), V) + 8 * n,
-                 f"generating {n:,} documents of {int(length):,} words (K={K:,}, V={V:,})")
+    check_memory(
+        8 * n * K + 8 * K * V + 16 * n * min(int(length), V) + 8 * n,
+        f"generating {n:,} documents of {int(length):,} words (K={K:,}, V={V:,})",
+    )
 
 
 def bars(documents=2000, test_documents=200, length=250, alpha=1.0, side=10, seed=1):
@@ -80,8 +83,8 @@ def bars(documents=2000, test_documents=200, length=250, alpha=1.0, side=10, see
     check_size(documents + test_documents, length, K, V)
     phi = np.zeros((K, V))
     for r in range(side):
-        phi[r, r * side:(r + 1) * side] = 1.0 / side          # row r
-        phi[side + r, r::side] = 1.0 / side                    # column r
+        phi[r, r * side : (r + 1) * side] = 1.0 / side  # row r
+        phi[side + r, r::side] = 1.0 / side  # column r
     rng = _rng(seed)
     a = np.full(K, float(alpha))
     theta = _dirichlet_rows(rng, a, documents + test_documents)
@@ -108,8 +111,17 @@ def parse_alpha(alpha, K):
     return np.array(vals)
 
 
-def lda(topics=10, vocab_size=500, documents=1000, test_documents=100, length=100, alpha="0.1", beta=0.01,
-        poisson_length=False, seed=1):
+def lda(
+    topics=10,
+    vocab_size=500,
+    documents=1000,
+    test_documents=100,
+    length=100,
+    alpha="0.1",
+    beta=0.01,
+    poisson_length=False,
+    seed=1,
+):
     """The LDA generative process with symmetric Dirichlet(beta) topics."""
     _check_positive(topics=topics, vocab_size=vocab_size, documents=documents, length=length, beta=beta)
     check_size(documents + test_documents, length, topics, vocab_size)
@@ -126,11 +138,27 @@ def lda(topics=10, vocab_size=500, documents=1000, test_documents=100, length=10
     return train, test, truth
 
 
-def hdp(truncation=50, gamma=5.0, alpha=1.0, eta=0.05, vocab_size=500, documents=1000, test_documents=100,
-        length=100, seed=1):
+def hdp(
+    truncation=50,
+    gamma=5.0,
+    alpha=1.0,
+    eta=0.05,
+    vocab_size=500,
+    documents=1000,
+    test_documents=100,
+    length=100,
+    seed=1,
+):
     """Truncated HDP: global weights GEM(gamma), documents DP(alpha) over them, topics Dirichlet(eta)."""
-    _check_positive(truncation=truncation, gamma=gamma, alpha=alpha, eta=eta, vocab_size=vocab_size,
-                    documents=documents, length=length)
+    _check_positive(
+        truncation=truncation,
+        gamma=gamma,
+        alpha=alpha,
+        eta=eta,
+        vocab_size=vocab_size,
+        documents=documents,
+        length=length,
+    )
     check_size(documents + test_documents, length, truncation, vocab_size)
     rng = _rng(seed)
     T = int(truncation)
@@ -147,8 +175,14 @@ def hdp(truncation=50, gamma=5.0, alpha=1.0, eta=0.05, vocab_size=500, documents
     used = theta[:documents].T @ lengths[:documents]
     used = used / used.sum()
     nz = used[used > 0]
-    truth = dict(phi=phi, theta=theta[:documents], theta_test=theta[documents:], alpha=alpha * weights,
-                 global_weights=weights, topic_weight=used,
-                 effective_topics=np.float64(np.exp(-(nz * np.log(nz)).sum())),
-                 topics_above_1pct=np.int64((used > 0.01).sum()))
+    truth = dict(
+        phi=phi,
+        theta=theta[:documents],
+        theta_test=theta[documents:],
+        alpha=alpha * weights,
+        global_weights=weights,
+        topic_weight=used,
+        effective_topics=np.float64(np.exp(-(nz * np.log(nz)).sum())),
+        topics_above_1pct=np.int64((used > 0.01).sum()),
+    )
     return train, test, truth

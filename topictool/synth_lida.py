@@ -11,11 +11,12 @@ One departure, so that every document and topic is defined: a document that draw
 active topic draws its row of θ̄ again, and a topic that draws no active word its column of
 φ̄ again (the process conditioned on at least one of each).
 """
+
 import numpy as np
 
 from .corpus import Corpus
 from .errors import InputError
-from .synth import _check_positive, _dirichlet_rows, _docs_from_mixtures, _rng, check_size
+from .synth import _check_positive, _docs_from_mixtures, _rng, check_size
 
 
 def _bernoulli_rows(rng, p, n):
@@ -41,8 +42,20 @@ def _sparse_dirichlet_rows(rng, conc, mask):
     return g / s
 
 
-def lida(topics=20, vocab_size=500, documents=1000, test_documents=100, length=100, alpha=1.0, beta=0.5,
-         eta=5.0, delta=1.0, gamma=50.0, lam=1.0, seed=1):
+def lida(
+    topics=20,
+    vocab_size=500,
+    documents=1000,
+    test_documents=100,
+    length=100,
+    alpha=1.0,
+    beta=0.5,
+    eta=5.0,
+    delta=1.0,
+    gamma=50.0,
+    lam=1.0,
+    seed=1,
+):
     """Returns (train Corpus, test Corpus, truth). Truth arrays:
 
     phi (K, V), theta (D, K), theta_test, alpha (K): α π_k, the effective Dirichlet prior of a
@@ -50,8 +63,18 @@ def lida(topics=20, vocab_size=500, documents=1000, test_documents=100, length=1
     phi_bar (K, V) (aligned with phi), pi (K), kappa (V); theta_bar_density (of the training
     documents) and phi_bar_density (fractions of ones); alpha_active = α and beta = β.
     """
-    _check_positive(topics=topics, vocab_size=vocab_size, documents=documents, length=length, alpha=alpha,
-                    beta=beta, eta=eta, delta=delta, gamma=gamma, lam=lam)
+    _check_positive(
+        topics=topics,
+        vocab_size=vocab_size,
+        documents=documents,
+        length=length,
+        alpha=alpha,
+        beta=beta,
+        eta=eta,
+        delta=delta,
+        gamma=gamma,
+        lam=lam,
+    )
     if test_documents < 0:
         raise InputError(f"--test-documents must be >= 0, got {test_documents}")
     K, V = int(topics), int(vocab_size)
@@ -59,10 +82,10 @@ def lida(topics=20, vocab_size=500, documents=1000, test_documents=100, length=1
     rng = _rng(seed)
     pi = rng.beta(eta * delta / K, delta, size=K)
     kappa = rng.beta(gamma * lam / V, lam, size=V)
-    phi_bar = _bernoulli_rows(rng, kappa, K)                      # (K, V): row k = column k of φ̄
+    phi_bar = _bernoulli_rows(rng, kappa, K)  # (K, V): row k = column k of φ̄
     phi = _sparse_dirichlet_rows(rng, float(beta), phi_bar)
     n = documents + test_documents
-    theta_bar = _bernoulli_rows(rng, pi, n)                       # (D + D_test, K)
+    theta_bar = _bernoulli_rows(rng, pi, n)  # (D + D_test, K)
     theta = _sparse_dirichlet_rows(rng, float(alpha), theta_bar)
     lengths = np.full(n, int(length))
     width = len(str(V - 1))
@@ -71,13 +94,22 @@ def lida(topics=20, vocab_size=500, documents=1000, test_documents=100, length=1
     if test_documents:
         test = _docs_from_mixtures(rng, theta[documents:], phi, lengths[documents:], vocab)
     else:  # (_docs_from_mixtures needs at least one document)
-        test = Corpus(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32),
-                      tuple(vocab))
+        test = Corpus(
+            np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), tuple(vocab)
+        )
     truth = dict(
-        phi=phi, theta=theta[:documents], theta_test=theta[documents:], alpha=alpha * pi,
-        theta_bar=theta_bar[:documents].astype(np.uint8), theta_bar_test=theta_bar[documents:].astype(np.uint8),
-        phi_bar=phi_bar.astype(np.uint8), pi=pi, kappa=kappa,
-        theta_bar_density=np.float64(theta_bar[:documents].mean()), phi_bar_density=np.float64(phi_bar.mean()),
-        alpha_active=np.float64(alpha), beta=np.float64(beta),
+        phi=phi,
+        theta=theta[:documents],
+        theta_test=theta[documents:],
+        alpha=alpha * pi,
+        theta_bar=theta_bar[:documents].astype(np.uint8),
+        theta_bar_test=theta_bar[documents:].astype(np.uint8),
+        phi_bar=phi_bar.astype(np.uint8),
+        pi=pi,
+        kappa=kappa,
+        theta_bar_density=np.float64(theta_bar[:documents].mean()),
+        phi_bar_density=np.float64(phi_bar.mean()),
+        alpha_active=np.float64(alpha),
+        beta=np.float64(beta),
     )
     return train, test, truth

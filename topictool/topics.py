@@ -12,6 +12,7 @@ broken by word id). Topic-list text files (format ``txt``) hold one topic per
 line, words separated by single spaces; ``read_topics_file`` reads them back and
 also accepts integer word ids in place of words (hca's ``.toplst`` style).
 """
+
 import csv
 import io
 import json
@@ -113,8 +114,12 @@ def top_words(snapshot, top=10, rank="term-score"):
 
 def topics_json(topics, rank=None):
     """The --json shape: {"topics": [{"index", "weight", "words", "scores"}]} (non-finite scores -> null)."""
-    obj = {"topics": [{"index": k, "weight": wt, "words": words, "scores": [_finite(x) for x in sc]}
-                      for k, wt, words, sc in topics]}
+    obj = {
+        "topics": [
+            {"index": k, "weight": wt, "words": words, "scores": [_finite(x) for x in sc]}
+            for k, wt, words, sc in topics
+        ]
+    }
     if rank is not None:
         obj["rank"] = rank
     return obj

@@ -5,6 +5,7 @@ restores a model, calls ``step()`` for each iteration, logs metrics.jsonl,
 evaluates on a test corpus when asked, writes checkpoints and the latest
 snapshot, and turns SIGTERM/SIGINT into "checkpoint, then exit 0".
 """
+
 import datetime
 import json
 import signal
@@ -43,7 +44,7 @@ class TrainSpec:
 
 
 def _now():
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def resolve_spec(corpus, model, iterations, seed, threads, options, **rest):
@@ -54,8 +55,15 @@ def resolve_spec(corpus, model, iterations, seed, threads, options, **rest):
         raise InputError(f"-n/--iterations must be >= 0, got {iterations}")
     if threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")
-    spec = TrainSpec(corpus=str(corpus), model=model, iterations=int(iterations), seed=int(seed),
-                     threads=int(threads), options=resolved, **rest)
+    spec = TrainSpec(
+        corpus=str(corpus),
+        model=model,
+        iterations=int(iterations),
+        seed=int(seed),
+        threads=int(threads),
+        options=resolved,
+        **rest,
+    )
     for name in ("checkpoint_every", "keep_checkpoints", "log_every", "eval_every"):
         if getattr(spec, name) < 0:
             raise InputError(f"--{name.replace('_', '-')} must be >= 0")
@@ -112,10 +120,16 @@ def _start(output, spec, cls, model, corpus, test, echo):
         "options": spec.options,
         "seed": spec.seed,
         "threads": spec.threads,
-        "corpus": {"path": str(Path(spec.corpus).resolve()), "sha256": corpus.sha256(),
-                   "D": corpus.D, "W": corpus.W, "N": corpus.N},
-        "test": None if test is None else {"path": str(Path(spec.test).resolve()), "sha256": test.sha256(),
-                                             "D": test.D, "N": test.N},
+        "corpus": {
+            "path": str(Path(spec.corpus).resolve()),
+            "sha256": corpus.sha256(),
+            "D": corpus.D,
+            "W": corpus.W,
+            "N": corpus.N,
+        },
+        "test": None
+        if test is None
+        else {"path": str(Path(spec.test).resolve()), "sha256": test.sha256(), "D": test.D, "N": test.N},
         "iterations_done": 0,
         "iterations_target": spec.iterations,
         "seconds_total": 0.0,
@@ -168,8 +182,7 @@ def _resume(output, info, spec, cls, more, echo):
     run = output.path
     corpus, test = _load_inputs(spec, cls)
     if corpus.sha256() != info["corpus"]["sha256"]:
-        raise InputError("the corpus has changed since this run started (checksum differs)",
-                         info["corpus"]["path"])
+        raise InputError("the corpus has changed since this run started (checksum differs)", info["corpus"]["path"])
     warn = echo or (lambda m: print(f"topictool: warning: {m}", file=sys.stderr))
     path, meta, arrays = store.latest_checkpoint(run, warn=warn)
     if meta.get("model") != spec.model:
@@ -232,8 +245,12 @@ def _loop(output, info, spec, model, corpus, test, done, target, echo):
             # a step is a pass over the corpus unless the model says how many tokens it visited
             # (an online minibatch step reports "tokens")
             tokens = metrics.get("tokens", corpus.N)
-            row = {"iteration": it, "seconds": round(dt, 6), "elapsed": round(seconds_total, 3),
-                   "tokens_per_s": round(tokens / dt, 1) if dt > 0 else None}
+            row = {
+                "iteration": it,
+                "seconds": round(dt, 6),
+                "elapsed": round(seconds_total, 3),
+                "tokens_per_s": round(tokens / dt, 1) if dt > 0 else None,
+            }
             row.update(metrics)
             if spec.debug_checks:
                 model.check_invariants()
@@ -253,9 +270,14 @@ def _loop(output, info, spec, model, corpus, test, done, target, echo):
     if it != last_ckpt or not store.list_checkpoints(output.path):
         _checkpoint(output, info, spec, model, it, seconds_total)
     run = output.path
-    summary = {"run": str(output.target), "model": spec.model, "iterations_done": it,
-               "iterations_target": info["iterations_target"], "seconds_total": round(seconds_total, 3),
-               "stopped_by_signal": stop.signal is not None}
+    summary = {
+        "run": str(output.target),
+        "model": spec.model,
+        "iterations_done": it,
+        "iterations_target": info["iterations_target"],
+        "seconds_total": round(seconds_total, 3),
+        "stopped_by_signal": stop.signal is not None,
+    }
     rows = store.read_jsonl(run / "metrics.jsonl")
     if rows:
         summary["last"] = rows[-1]
@@ -281,17 +303,26 @@ def _check_finite(row, iteration, spec):
 
     value = row.get("log_likelihood")
     if value is not None and not math.isfinite(value):
-        raise InputError(f"the log-likelihood of {spec.model} became {value} at iteration {iteration} (numerical "
-                         f"overflow; check the priors: {json.dumps(spec.options, sort_keys=True)}); nothing of "
-                         f"this iteration was written")
+        raise InputError(
+            f"the log-likelihood of {spec.model} became {value} at iteration {iteration} (numerical "
+            f"overflow; check the priors: {json.dumps(spec.options, sort_keys=True)}); nothing of "
+            f"this iteration was written"
+        )
 
 
 def _evaluate(model, test, spec):
     from .evaluate.perplexity import document_completion
 
     method = getattr(model, "eval_method", "gibbs")
-    res = document_completion(model.snapshot(), test, holdout=spec.holdout, method=method, seed=spec.seed,
-                              threads=spec.threads, allow_oov=spec.allow_oov)
+    res = document_completion(
+        model.snapshot(),
+        test,
+        holdout=spec.holdout,
+        method=method,
+        seed=spec.seed,
+        threads=spec.threads,
+        allow_oov=spec.allow_oov,
+    )
     return {"test_perplexity": res["perplexity"], "test_log_likelihood_per_token": res["log_likelihood_per_token"]}
 
 
@@ -324,11 +355,24 @@ class Progress:
         self.target = target
         self.bar = None
         if sys.stderr.isatty() and target > done:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, \
-                TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+            from rich.progress import (
+                Progress as RichProgress,
+            )
 
-            self.bar = RichProgress(TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(),
-                                    TextColumn("{task.fields[status]}"), TimeRemainingColumn(), transient=False)
+            self.bar = RichProgress(
+                TextColumn("[bold]train"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[status]}"),
+                TimeRemainingColumn(),
+                transient=False,
+            )
             self.task = self.bar.add_task("train", total=target, completed=done, status="")
             self.bar.start()
 
@@ -404,8 +448,7 @@ def load_config(path):
 
 
 # the top-level keys of a config that are not model options: type, lower bound
-_CONFIG_TYPES = {"model": (str, None), "K": (int, 1), "iterations": (int, 0), "seed": (int, 0),
-                 "threads": (int, 1)}
+_CONFIG_TYPES = {"model": (str, None), "K": (int, 1), "iterations": (int, 0), "seed": (int, 0), "threads": (int, 1)}
 _CONFIG_MAX = {"K": 2**31 - 1, "iterations": 2**31 - 1, "seed": 2**64 - 1, "threads": 1024}
 
 

@@ -13,6 +13,7 @@ tokenizing, counting) and the extrapolated hours for a full English dump
 Without --vocab, the vocabulary is the 10,000 most frequent non-stop-words of the
 dump itself (the size of a typical topic-model vocabulary).
 """
+
 import argparse
 import bz2
 import collections
@@ -73,9 +74,13 @@ def breakdown(dump, vocab, window):
     counter._add_token_lists(tokens)
     counter.pairs()
     t_count = clock() - t0
-    return nbytes, {"bz2 decompression": t_bz2, "page splitting": max(t_split, 1e-3),
-                    "page parsing + markup stripping": t_strip, "tokenizing": t_tok,
-                    "id mapping + window counting": t_count}
+    return nbytes, {
+        "bz2 decompression": t_bz2,
+        "page splitting": max(t_split, 1e-3),
+        "page parsing + markup stripping": t_strip,
+        "tokenizing": t_tok,
+        "id mapping + window counting": t_count,
+    }
 
 
 def main():
@@ -96,33 +101,39 @@ def main():
         make_vocab(dump, vocab_path)
     vocab = [w.split()[-1] for w in vocab_path.read_text().splitlines() if w.strip()]
     window = "doc" if args.window == "doc" else int(args.window)
-    print(f"dump {dump.name}  vocabulary {len(vocab):,} words  window {window}  "
-          f"cpus {os.cpu_count()}  load {os.getloadavg()[0]:.1f}")
+    print(
+        f"dump {dump.name}  vocabulary {len(vocab):,} words  window {window}  "
+        f"cpus {os.cpu_count()}  load {os.getloadavg()[0]:.1f}"
+    )
 
     nbytes, parts = breakdown(dump, vocab, window)
     total = sum(parts.values())
-    print(f"\none worker, stage by stage, CPU time ({nbytes / 1e6:.1f} MB of XML, {total:.2f} s, "
-          f"{nbytes / total / 1e6:.2f} MB/s):")
+    print(
+        f"\none worker, stage by stage, CPU time ({nbytes / 1e6:.1f} MB of XML, {total:.2f} s, "
+        f"{nbytes / total / 1e6:.2f} MB/s):"
+    )
     for name, sec in parts.items():
         print(f"  {name:34s} {sec:6.3f} s  {nbytes / sec / 1e6 if sec else float('inf'):8.1f} MB/s")
-    bz2_rate = nbytes / parts["bz2 decompression"] / 1e6
 
     for workers in args.workers:
         best = None
         for rep in range(args.repeat):
             out = tmp / f"ref-{workers}-{rep}.npz"
             c0, t0 = cpu_seconds(), time.perf_counter()
-            summary = build_reference([dump], vocab_path, out, CoocOptions(window=window, workers=workers),
-                                      progress="none")
+            summary = build_reference(
+                [dump], vocab_path, out, CoocOptions(window=window, workers=workers), progress="none"
+            )
             wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
             if best is None or wall < best[0]:
                 best = (wall, cpu, summary)
             out.unlink()
         wall, cpu, summary = best
         mb = summary["bytes_read"] / 1e6
-        print(f"\n--workers {workers}: {mb:.1f} MB in {wall:.2f} s wall, {cpu:.2f} s CPU (all processes): "
-              f"{mb / wall:.2f} MB/s, {mb / wall / workers:.2f} MB/s per worker, {mb / cpu:.2f} MB per CPU-second; "
-              f"{summary['documents']} documents, {summary['units']:,} windows, {summary['pairs']:,} pairs")
+        print(
+            f"\n--workers {workers}: {mb:.1f} MB in {wall:.2f} s wall, {cpu:.2f} s CPU (all processes): "
+            f"{mb / wall:.2f} MB/s, {mb / wall / workers:.2f} MB/s per worker, {mb / cpu:.2f} MB per CPU-second; "
+            f"{summary['documents']} documents, {summary['units']:,} windows, {summary['pairs']:,} pairs"
+        )
 
     # CPU seconds per MB of XML: reading (decompression + cutting into page blocks, in the
     # main process) and counting (parsing, stripping, tokenizing, counting, in a worker)
@@ -136,6 +147,7 @@ def main():
         for streams, what in ((1, "one .bz2 file"), (min(27, max(1, cores // 4)), "the 27 split .bz2 files")):
             rate = min(cores / (read + count), streams / read)  # all cores busy, or the reader threads
             print(f"  {cores:2d} cores, {what:24s}: {rate:6.1f} MB/s -> {gb * 1e3 / rate / 3600:5.1f} hours")
+
 
 if __name__ == "__main__":
     main()

@@ -12,6 +12,7 @@ from it by the LDA generative process; every:5 hold-out, 10 burn-in + 40 samples
 The first call compiles the kernel (or loads numba's cache); it is timed
 separately from the measured runs.
 """
+
 import argparse
 import json
 import time
@@ -66,18 +67,27 @@ def main():
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        r = document_completion(snap, test, method=args.method, burn_in=args.burn_in, samples=args.samples,
-                                threads=args.threads)
+        r = document_completion(
+            snap, test, method=args.method, burn_in=args.burn_in, samples=args.samples, threads=args.threads
+        )
         times.append(time.perf_counter() - t0)
     best = min(times)
     sweeps = args.burn_in + args.samples
     out = {
-        "K": snap.K, "W": snap.W, "documents": test.D, "tokens": test.N, "method": args.method,
-        "sweeps": sweeps if args.method == "gibbs" else None, "threads": args.threads,
-        "compile_or_cache_load_s": round(warm, 3), "seconds_best": round(best, 3),
+        "K": snap.K,
+        "W": snap.W,
+        "documents": test.D,
+        "tokens": test.N,
+        "method": args.method,
+        "sweeps": sweeps if args.method == "gibbs" else None,
+        "threads": args.threads,
+        "compile_or_cache_load_s": round(warm, 3),
+        "seconds_best": round(best, 3),
         "seconds_all": [round(t, 3) for t in times],
         "observed_token_sweeps_per_s": round(r["observed_tokens"] * sweeps / best) if args.method == "gibbs" else None,
-        "perplexity": r["perplexity"], "target_s": 10.0, "ok": best < 10.0,
+        "perplexity": r["perplexity"],
+        "target_s": 10.0,
+        "ok": best < 10.0,
     }
     print(json.dumps(out, indent=2))
 

@@ -18,6 +18,7 @@ train/test split; -hdoc,5 for its own document completion) and reports its timin
 its own test perplexity, plus ours measured on its phi (hca -lphi) when it writes one.
 PMI: the movie-review corpus has no co-occurrence reference, so none is computed.
 """
+
 import argparse
 import json
 import os
@@ -56,11 +57,14 @@ def peak_rss_mb():
 def model_class(name):
     if name == "lda-gibbs":
         from topictool.models.lda_gibbs import LdaGibbs
+
         return LdaGibbs
     if name == "hdp-gibbs":
         from topictool.models.hca.hdp import HdpGibbs
+
         return HdpGibbs
     from topictool.models.hca.nplda import NpldaGibbs
+
     return NpldaGibbs
 
 
@@ -96,10 +100,18 @@ def worker(args):
         wall.append(time.perf_counter() - w0)
         cpu.append(time.process_time() - c0)
         if (it + 1) % max(1, args.iterations // 10) == 0:
-            trace.append({"iteration": it + 1, "effective_topics": metrics.get("effective_topics"),
-                          "wall": round(float(np.mean(wall[-10:])), 4)})
-            print(f"  {key}: iteration {it + 1}/{args.iterations}, {np.mean(wall[-10:]):.3f} s/sweep", file=sys.stderr,
-                  flush=True)
+            trace.append(
+                {
+                    "iteration": it + 1,
+                    "effective_topics": metrics.get("effective_topics"),
+                    "wall": round(float(np.mean(wall[-10:])), 4),
+                }
+            )
+            print(
+                f"  {key}: iteration {it + 1}/{args.iterations}, {np.mean(wall[-10:]):.3f} s/sweep",
+                file=sys.stderr,
+                flush=True,
+            )
     snap = model.snapshot()
     from topictool.evaluate.diagnostics import effective_topics
 
@@ -118,8 +130,8 @@ def worker(args):
         "iterations": args.iterations,
         "tokens": train.N,
         "init_seconds": round(init_s, 3),
-        "seconds_per_sweep_wall": float(np.mean(wall[len(wall) // 2:])),
-        "seconds_per_sweep_cpu": float(np.mean(cpu[len(cpu) // 2:])),
+        "seconds_per_sweep_wall": float(np.mean(wall[len(wall) // 2 :])),
+        "seconds_per_sweep_cpu": float(np.mean(cpu[len(cpu) // 2 :])),
         "seconds_per_sweep_wall_median": float(np.median(wall)),
         "train_seconds_wall": float(np.sum(wall)),
         "effective_topics": float(effective_topics(snap.topic_weight)),
@@ -159,17 +171,34 @@ def run_hca(args, key, workdir):
         (data.parent / "data.tokens").write_text("\n".join(train.vocab) + "\n")
         (data.parent / "test.tokens").write_text("\n".join(test.vocab) + "\n")
     rep = Path(workdir) / f"rep-{key}"
-    cmd = [args.hca, "-v", "-e", f"-K{args.K}", f"-C{args.iterations}", f"-s{args.seed}", "-fldac",
-           f"-T{data.parent / 'test'}", "-hdoc,5", f"-lphi,5,{args.iterations // 2}", *HCA_FLAGS[key],
-           str(data), str(rep)]
+    cmd = [
+        args.hca,
+        "-v",
+        "-e",
+        f"-K{args.K}",
+        f"-C{args.iterations}",
+        f"-s{args.seed}",
+        "-fldac",
+        f"-T{data.parent / 'test'}",
+        "-hdoc,5",
+        f"-lphi,5,{args.iterations // 2}",
+        *HCA_FLAGS[key],
+        str(data),
+        str(rep),
+    ]
     if "burst" in key and args.burst_discount > 0:
         cmd.insert(-2, f"-Sad={args.burst_discount}")
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     log = proc.stdout + proc.stderr
-    out = {"model": f"hca:{key}", "command": " ".join(cmd), "exit_code": proc.returncode, "wall_seconds": wall,
-           "seconds_per_sweep_wall": wall / max(args.iterations, 1)}
+    out = {
+        "model": f"hca:{key}",
+        "command": " ".join(cmd),
+        "exit_code": proc.returncode,
+        "wall_seconds": wall,
+        "seconds_per_sweep_wall": wall / max(args.iterations, 1),
+    }
     m = re.search(r"average of ([0-9.]+)\+([0-9.]+)\(s\) per cycle", log)
     if m:
         out["seconds_per_sweep_hca"] = float(m.group(1)) + float(m.group(2))
@@ -191,11 +220,13 @@ def run_hca(args, key, workdir):
 
                 from topictool.evaluate.burst_completion import burst_document_completion
 
-                out["perplexity"] = burst_document_completion(snap, test, holdout=args.holdout, seed=args.seed,
-                                                              burn_in=args.burn_in, samples=args.samples)["perplexity"]
+                out["perplexity"] = burst_document_completion(
+                    snap, test, holdout=args.holdout, seed=args.seed, burn_in=args.burn_in, samples=args.samples
+                )["perplexity"]
                 plain = dataclasses.replace(snap, burst_concentration=None, burst_discount=None)
-            out["perplexity_plain"] = document_completion(plain, test, holdout=args.holdout, seed=args.seed,
-                                                          burn_in=args.burn_in, samples=args.samples)["perplexity"]
+            out["perplexity_plain"] = document_completion(
+                plain, test, holdout=args.holdout, seed=args.seed, burn_in=args.burn_in, samples=args.samples
+            )["perplexity"]
             out.setdefault("perplexity", out["perplexity_plain"])
         except Exception as exc:  # an importer failure must not lose the timing
             out["import_error"] = repr(exc)
@@ -205,22 +236,28 @@ def run_hca(args, key, workdir):
 
 
 def table(rows):
-    lines = ["| model | perplexity | plain (phi only) | effective topics | s/sweep (wall) | s/sweep (CPU) "
-             "| M tokens/s | array bytes/token | peak RSS MB |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| model | perplexity | plain (phi only) | effective topics | s/sweep (wall) | s/sweep (CPU) "
+        "| M tokens/s | array bytes/token | peak RSS MB |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for r in rows:
-        def f(k, fmt):
+
+        def f(k, fmt, r=r):
             v = r.get(k)
             return format(v, fmt) if isinstance(v, (int, float)) else "-"
+
         perplexity = f("perplexity", ",.0f")
         if perplexity == "-" and "perplexity_hca_own_measure" in r:
             perplexity = f("perplexity_hca_own_measure", ",.0f") + " (hca's measure)"
         per_sweep = r.get("seconds_per_sweep_hca", r.get("seconds_per_sweep_wall"))
         speed = r.get("tokens_per_s_cpu", r.get("tokens_per_s_wall"))
-        lines.append(f"| {r['model']} | {perplexity} | {f('perplexity_plain', ',.0f')} "
-                     f"| {f('effective_topics', '.1f')} | {per_sweep if per_sweep is None else format(per_sweep, '.3f')} "
-                     f"| {f('seconds_per_sweep_cpu', '.3f')} | {'-' if speed is None else format(speed / 1e6, '.2f')} "
-                     f"| {f('array_bytes_per_token', '.1f')} | {f('peak_rss_mb', '.0f')} |")
+        lines.append(
+            f"| {r['model']} | {perplexity} | {f('perplexity_plain', ',.0f')} "
+            f"| {f('effective_topics', '.1f')} | {per_sweep if per_sweep is None else format(per_sweep, '.3f')} "
+            f"| {f('seconds_per_sweep_cpu', '.3f')} | {'-' if speed is None else format(speed / 1e6, '.2f')} "
+            f"| {f('array_bytes_per_token', '.1f')} | {f('peak_rss_mb', '.0f')} |"
+        )
     return "\n".join(lines)
 
 
@@ -247,9 +284,27 @@ def main():
         if key not in MODELS:
             sys.exit(f"unknown model {key!r} (choose from {', '.join(MODELS)})")
     for key in keys:
-        cmd = [sys.executable, __file__, args.corpus, "--worker", key, "--K", str(args.K), "--iterations",
-               str(args.iterations), "--seed", str(args.seed), "--holdout", args.holdout, "--burn-in",
-               str(args.burn_in), "--samples", str(args.samples), "--burst-discount", str(args.burst_discount)]
+        cmd = [
+            sys.executable,
+            __file__,
+            args.corpus,
+            "--worker",
+            key,
+            "--K",
+            str(args.K),
+            "--iterations",
+            str(args.iterations),
+            "--seed",
+            str(args.seed),
+            "--holdout",
+            args.holdout,
+            "--burn-in",
+            str(args.burn_in),
+            "--samples",
+            str(args.samples),
+            "--burst-discount",
+            str(args.burst_discount),
+        ]
         print(f"running {key} ...", file=sys.stderr, flush=True)
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
         if proc.returncode != 0:

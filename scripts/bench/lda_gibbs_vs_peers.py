@@ -13,6 +13,7 @@ topictool's document-completion perplexity on the test split.
     python scripts/bench/lda_gibbs_vs_peers.py CORPUS_DIR --K 100 --iterations 200 \
         --systems topictool:1,topictool:2,tomotopy,lda,gensim --json out.json
 """
+
 import argparse
 import json
 import os
@@ -42,8 +43,13 @@ def save_snapshot(path, phi, alpha, vocab, name):
     phi = np.asarray(phi, dtype=np.float64)
     phi = phi / phi.sum(axis=1, keepdims=True)
     alpha = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (phi.shape[0],)).copy()
-    Snapshot(phi=phi, alpha=alpha, topic_weight=np.full(phi.shape[0], 1.0 / phi.shape[0]), vocab=tuple(vocab),
-             meta={"model": name}).save(path)
+    Snapshot(
+        phi=phi,
+        alpha=alpha,
+        topic_weight=np.full(phi.shape[0], 1.0 / phi.shape[0]),
+        vocab=tuple(vocab),
+        meta={"model": name},
+    ).save(path)
 
 
 def run_topictool(c, a, threads, out):
@@ -103,8 +109,7 @@ def run_lda(c, a, threads, out):
 
     X = doc_term(c)
     base = peak_rss_mb()
-    m = lda.LDA(n_topics=a.K, n_iter=a.iterations, alpha=a.alpha, eta=a.beta, random_state=a.seed,
-                refresh=10 ** 9)
+    m = lda.LDA(n_topics=a.K, n_iter=a.iterations, alpha=a.alpha, eta=a.beta, random_state=a.seed, refresh=10**9)
     t0 = time.perf_counter()
     m.fit(X)
     dt = time.perf_counter() - t0
@@ -115,13 +120,28 @@ def run_lda(c, a, threads, out):
 def run_gensim(c, a, threads, out):
     from gensim.models import LdaMulticore
 
-    bow = [list(zip(c.word_ids[c.doc_ptr[d]:c.doc_ptr[d + 1]].tolist(),
-                    c.counts[c.doc_ptr[d]:c.doc_ptr[d + 1]].tolist())) for d in range(c.D)]
+    bow = [
+        list(
+            zip(
+                c.word_ids[c.doc_ptr[d] : c.doc_ptr[d + 1]].tolist(), c.counts[c.doc_ptr[d] : c.doc_ptr[d + 1]].tolist()
+            )
+        )
+        for d in range(c.D)
+    ]
     id2word = {i: w for i, w in enumerate(c.vocab)}
     base = peak_rss_mb()
     t0 = time.perf_counter()
-    m = LdaMulticore(bow, num_topics=a.K, id2word=id2word, alpha=np.full(a.K, a.alpha), eta=a.beta,
-                     passes=a.gensim_passes, workers=threads, random_state=a.seed, chunksize=2000)
+    m = LdaMulticore(
+        bow,
+        num_topics=a.K,
+        id2word=id2word,
+        alpha=np.full(a.K, a.alpha),
+        eta=a.beta,
+        passes=a.gensim_passes,
+        workers=threads,
+        random_state=a.seed,
+        chunksize=2000,
+    )
     dt = time.perf_counter() - t0
     save_snapshot(out, m.get_topics(), a.alpha, c.vocab, "gensim")
     return dt, base
@@ -134,8 +154,17 @@ def child(a):
     c = load(a.corpus)
     dt, base = SYSTEMS[a.one](c, a, a.threads, a.out)
     sweeps = a.gensim_passes if a.one == "gensim" else a.iterations
-    print(json.dumps({"seconds": dt, "tokens_per_s": c.N * sweeps / dt, "peak_rss_mb": peak_rss_mb(),
-                      "rss_before_train_mb": base, "N": c.N}))
+    print(
+        json.dumps(
+            {
+                "seconds": dt,
+                "tokens_per_s": c.N * sweeps / dt,
+                "peak_rss_mb": peak_rss_mb(),
+                "rss_before_train_mb": base,
+                "N": c.N,
+            }
+        )
+    )
 
 
 def main():
@@ -168,9 +197,29 @@ def main():
             name, _, threads = spec.partition(":")
             threads = int(threads or 1)
             out = Path(tmp) / f"{name}-{threads}.npz"
-            cmd = [sys.executable, __file__, a.corpus, "--one", name, "--threads", str(threads), "--out", str(out),
-                   "--K", str(a.K), "--iterations", str(a.iterations), "--alpha", str(a.alpha), "--beta",
-                   str(a.beta), "--seed", str(a.seed), "--gensim-passes", str(a.gensim_passes)]
+            cmd = [
+                sys.executable,
+                __file__,
+                a.corpus,
+                "--one",
+                name,
+                "--threads",
+                str(threads),
+                "--out",
+                str(out),
+                "--K",
+                str(a.K),
+                "--iterations",
+                str(a.iterations),
+                "--alpha",
+                str(a.alpha),
+                "--beta",
+                str(a.beta),
+                "--seed",
+                str(a.seed),
+                "--gensim-passes",
+                str(a.gensim_passes),
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
                 last = (proc.stderr.strip().splitlines() or ["?"])[-1]
@@ -178,20 +227,36 @@ def main():
                 continue
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             ev = document_completion(Snapshot.load(out), test, samples=a.eval_samples, seed=1)
-            r.update(system=name, threads=threads, perplexity=ev["perplexity"],
-                     tokens_per_s_per_core=r["tokens_per_s"] / threads)
+            r.update(
+                system=name,
+                threads=threads,
+                perplexity=ev["perplexity"],
+                tokens_per_s_per_core=r["tokens_per_s"] / threads,
+            )
             results.append(r)
-            print(f"{spec:14s} {r['tokens_per_s'] / 1e6:7.2f} M tok/s  {r['tokens_per_s_per_core'] / 1e6:6.2f} M/core  "
-                  f"peak {r['peak_rss_mb']:7.0f} MB  perplexity {r['perplexity']:8.1f}", flush=True)
+            print(
+                f"{spec:14s} {r['tokens_per_s'] / 1e6:7.2f} M tok/s  {r['tokens_per_s_per_core'] / 1e6:6.2f} M/core  "
+                f"peak {r['peak_rss_mb']:7.0f} MB  perplexity {r['perplexity']:8.1f}",
+                flush=True,
+            )
     ref = next((r for r in results if r["system"] == "topictool" and r["threads"] == 1), None)
     if ref:
         print("\nratios to topictool (1 thread):")
         for r in results:
-            print(f"  {r['system']}:{r['threads']}  speed/core x{r['tokens_per_s_per_core'] / ref['tokens_per_s_per_core']:.2f}"
-                  f"  memory x{r['peak_rss_mb'] / ref['peak_rss_mb']:.2f}  perplexity x{r['perplexity'] / ref['perplexity']:.3f}")
+            speed = r["tokens_per_s_per_core"] / ref["tokens_per_s_per_core"]
+            mem, ppl = r["peak_rss_mb"] / ref["peak_rss_mb"], r["perplexity"] / ref["perplexity"]
+            print(f"  {r['system']}:{r['threads']}  speed/core x{speed:.2f}  memory x{mem:.2f}  perplexity x{ppl:.3f}")
     if a.json:
-        Path(a.json).write_text(json.dumps({"args": vars(a), "machine": dict(zip(("sysname", "nodename", "release", "version", "machine"), os.uname())), "results": results},
-                                           indent=2))
+        Path(a.json).write_text(
+            json.dumps(
+                {
+                    "args": vars(a),
+                    "machine": dict(zip(("sysname", "nodename", "release", "version", "machine"), os.uname())),
+                    "results": results,
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

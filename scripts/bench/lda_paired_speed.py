@@ -8,11 +8,10 @@ environment (tomotopy installed):
 
     python scripts/bench/lda_paired_speed.py CORPUS_DIR --K 100 --warmup 100 --rounds 10 --chunk 10
 """
+
 import argparse
 import statistics
 import time
-
-import numpy as np
 
 
 def main():
@@ -47,8 +46,10 @@ def main():
     t1 = time.perf_counter()
     theirs.train(a.warmup, workers=a.threads)
     t2 = time.perf_counter()
-    print(f"warm-up {a.warmup} sweeps: topictool {c.N * a.warmup / (t1 - t0) / 1e6:.2f} M tok/s, "
-          f"tomotopy {c.N * a.warmup / (t2 - t1) / 1e6:.2f} M tok/s")
+    print(
+        f"warm-up {a.warmup} sweeps: topictool {c.N * a.warmup / (t1 - t0) / 1e6:.2f} M tok/s, "
+        f"tomotopy {c.N * a.warmup / (t2 - t1) / 1e6:.2f} M tok/s"
+    )
     ratios, ours_rates, their_rates = [], [], []
     for _ in range(a.rounds):
         t0 = time.perf_counter()
@@ -61,10 +62,12 @@ def main():
         ours_rates.append(ro)
         their_rates.append(rt)
         ratios.append(ro / rt)
-    print(f"steady state, {a.rounds} rounds of {a.chunk} sweeps, K={a.K}, threads={a.threads}: "
-          f"topictool median {statistics.median(ours_rates) / 1e6:.2f} M tok/s, "
-          f"tomotopy median {statistics.median(their_rates) / 1e6:.2f} M tok/s, "
-          f"ratio median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})")
+    print(
+        f"steady state, {a.rounds} rounds of {a.chunk} sweeps, K={a.K}, threads={a.threads}: "
+        f"topictool median {statistics.median(ours_rates) / 1e6:.2f} M tok/s, "
+        f"tomotopy median {statistics.median(their_rates) / 1e6:.2f} M tok/s, "
+        f"ratio median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})"
+    )
     print(f"log-likelihood per token: topictool {ours.log_likelihood() / c.N:.4f}, tomotopy {theirs.ll_per_word:.4f}")
 
 

@@ -12,6 +12,7 @@ slower), then each thread count continues from that same state for --sweeps time
 A measurement instrument, not a test: timings move with whatever else the machine runs,
 so it reports the median and the best sweep.
 """
+
 import argparse
 import collections
 import json
@@ -30,13 +31,15 @@ from topictool.models.lda_gibbs import LdaGibbs
 
 TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)*")
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "nltk"
-BASIC_STOP = set("""a about above after again against all am an and any are as at be because been before
+BASIC_STOP = set(
+    """a about above after again against all am an and any are as at be because been before
 being below between both but by can did do does doing down during each few for from further had has have
 having he her here hers herself him himself his how i if in into is it its itself just me more most my
 myself no nor not now of off on once only or other our ours ourselves out over own same she should so some
 such than that the their theirs them themselves then there these they this those through to too under until
 up very was we were what when where which while who whom why will with you your yours yourself yourselves
-s t don""".split())
+s t don""".split()
+)
 
 
 def movie_reviews(data_dir=DATA, min_count=5):
@@ -79,8 +82,9 @@ def synthetic(D=2000, W=15000, mean_length=330, K=100, alpha=0.1, beta=0.01, see
         docs.append(np.full(len(nz), d))
         words.append(nz)
         counts.append(n_w[nz])
-    return from_triples(np.concatenate(docs), np.concatenate(words), np.concatenate(counts), D,
-                        [f"w{i}" for i in range(W)])
+    return from_triples(
+        np.concatenate(docs), np.concatenate(words), np.concatenate(counts), D, [f"w{i}" for i in range(W)]
+    )
 
 
 def time_sweeps(sweep, n, tokens):
@@ -117,6 +121,7 @@ def probe_sparse(corpus, args):
 
 
 # -- the alternatives weighed against SparseLDA (see kernels/sparse_lda.py) ----------------
+
 
 # Eq. (1) of sparse_lda over all K topics at once: p_k = c_k (beta + n_kw), float32 SIMD,
 # blocked prefix sums of 16 topics to find the sampled one.
@@ -287,15 +292,33 @@ def probe_alternative(corpus, args):
 
         def sweep():
             build_alias(n_wk, n_k, args.beta, wbeta, K, prob, alias, qw, small, large)
-            alias_mh_sweep(token_ptr, words, z, n_wk, n_k, alpha, alpha.sum(), args.beta, wbeta, rng, K,
-                           prob, alias, qw, args.mh_steps)
+            alias_mh_sweep(
+                token_ptr,
+                words,
+                z,
+                n_wk,
+                n_k,
+                alpha,
+                alpha.sum(),
+                args.beta,
+                wbeta,
+                rng,
+                K,
+                prob,
+                alias,
+                qw,
+                args.mh_steps,
+            )
 
     for _ in range(args.warmup):
         sweep()
     out = {"threads_1": time_sweeps(sweep, args.sweeps, N)}
     # Score the state with the real model's log-likelihood.
-    m = LdaGibbs.from_state(corpus, LdaGibbs.resolve_options({"K": K, "alpha": args.alpha, "beta": args.beta}),
-                            {"z": z, "rng": rng, "alpha": alpha, "beta": args.beta, "iteration": 0, "seed": 0})
+    m = LdaGibbs.from_state(
+        corpus,
+        LdaGibbs.resolve_options({"K": K, "alpha": args.alpha, "beta": args.beta}),
+        {"z": z, "rng": rng, "alpha": alpha, "beta": args.beta, "iteration": 0, "seed": 0},
+    )
     out["log_likelihood_per_token"] = m.log_likelihood() / N
     return out
 
@@ -317,12 +340,21 @@ def main(argv=None):
     args.threads = [int(t) for t in args.threads.split(",")]
     t0 = time.perf_counter()
     corpus = movie_reviews(args.data) if args.corpus == "movies" else synthetic()
-    report = {"corpus": args.corpus, "D": corpus.D, "W": corpus.W, "N": corpus.N, "K": args.K,
-              "sampler": args.sampler, "warmup_sweeps": args.warmup, "corpus_build_s": time.perf_counter() - t0}
+    report = {
+        "corpus": args.corpus,
+        "D": corpus.D,
+        "W": corpus.W,
+        "N": corpus.N,
+        "K": args.K,
+        "sampler": args.sampler,
+        "warmup_sweeps": args.warmup,
+        "corpus_build_s": time.perf_counter() - t0,
+    }
     report.update(probe_sparse(corpus, args) if args.sampler == "sparse" else probe_alternative(corpus, args))
     if "threads_2" in report and "threads_1" in report:
-        report["speedup_2_threads"] = (report["threads_2"]["median_tokens_per_s"]
-                                       / report["threads_1"]["median_tokens_per_s"])
+        report["speedup_2_threads"] = (
+            report["threads_2"]["median_tokens_per_s"] / report["threads_1"]["median_tokens_per_s"]
+        )
     json.dump(report, sys.stdout, indent=2)
     print()
 

@@ -11,6 +11,7 @@ training perplexity from the expectations of (8) is reported too.
     .venv/bin/topictool prepare /work/shared/data/nltk/movie_reviews.zip -o /tmp/movies-lida
     .venv/bin/python scripts/bench/lida.py /tmp/movies-lida --K 100 --iterations 200 --json out.json
 """
+
 import argparse
 import json
 import time
@@ -71,8 +72,9 @@ def main():
             metrics[n] = m.step()
             seconds[n].append(time.perf_counter() - t0)
         if (it + 1) % 25 == 0:
-            print(f"iteration {it + 1}: " + "  ".join(f"{n} {np.mean(seconds[n][-25:]):.3f}s" for n in names),
-                  flush=True)
+            print(
+                f"iteration {it + 1}: " + "  ".join(f"{n} {np.mean(seconds[n][-25:]):.3f}s" for n in names), flush=True
+            )
     rows = []
     base = np.mean(seconds["lda-gibbs"]) if "lda-gibbs" in seconds else None
     for n, m in models.items():
@@ -82,7 +84,7 @@ def main():
         row = {
             "model": n,
             "seconds_per_iteration": float(np.mean(seconds[n])),
-            "seconds_per_iteration_last_half": float(np.mean(seconds[n][len(seconds[n]) // 2:])),
+            "seconds_per_iteration_last_half": float(np.mean(seconds[n][len(seconds[n]) // 2 :])),
             "test_perplexity": float(ev["perplexity"]),
             "eval_seconds": round(time.perf_counter() - t0, 2),
         }
@@ -90,19 +92,45 @@ def main():
             row["vs_lda_gibbs"] = row["seconds_per_iteration"] / base
         if n.startswith("lida-gibbs"):
             row["train_perplexity_expectations"] = float(np.exp(-m.log_likelihood() / m.N))
-            row.update({k: metrics[n][k] for k in ("theta_bar_density", "phi_bar_density", "topics_per_document",
-                                                   "words_per_topic", "rejected_draws_per_token")})
+            row.update(
+                {
+                    k: metrics[n][k]
+                    for k in (
+                        "theta_bar_density",
+                        "phi_bar_density",
+                        "topics_per_document",
+                        "words_per_topic",
+                        "rejected_draws_per_token",
+                    )
+                }
+            )
         rows.append(row)
-    result = {"corpus": a.corpus, "D": train.D, "W": train.W, "N": train.N, "test_N": test.N, "K": a.K,
-              "alpha": a.alpha, "beta": a.beta, "iterations": a.iterations, "seed": a.seed, "rows": rows}
+    result = {
+        "corpus": a.corpus,
+        "D": train.D,
+        "W": train.W,
+        "N": train.N,
+        "test_N": test.N,
+        "K": a.K,
+        "alpha": a.alpha,
+        "beta": a.beta,
+        "iterations": a.iterations,
+        "seed": a.seed,
+        "rows": rows,
+    }
     print()
     print("| model | s/iter | x lda-gibbs | test perplexity | train perplexity (8) | θ̄ density | φ̄ density |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        f = lambda k, fmt: format(r[k], fmt) if k in r else "–"  # noqa: E731
-        print(f"| {r['model']} | {r['seconds_per_iteration']:.3f} | {f('vs_lda_gibbs', '.2f')} | "
-              f"{r['test_perplexity']:.1f} | {f('train_perplexity_expectations', '.1f')} | "
-              f"{f('theta_bar_density', '.3f')} | {f('phi_bar_density', '.3f')} |")
+
+        def f(k, fmt, r=r):
+            return format(r[k], fmt) if k in r else "–"
+
+        print(
+            f"| {r['model']} | {r['seconds_per_iteration']:.3f} | {f('vs_lda_gibbs', '.2f')} | "
+            f"{r['test_perplexity']:.1f} | {f('train_perplexity_expectations', '.1f')} | "
+            f"{f('theta_bar_density', '.3f')} | {f('phi_bar_density', '.3f')} |"
+        )
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(result, fh, indent=2)

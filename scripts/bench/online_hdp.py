@@ -23,6 +23,7 @@ bars    hdp-online-sm from several initial K and seeds on topictool.synth.bars (
             python scripts/bench/online_hdp.py bars --starts 2,5,10,50,100 --seeds 1-10 \\
                 --steps 800 --json bars.json
 """
+
 import argparse
 import json
 import os
@@ -34,8 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-ONE_CORE = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "NUMBA_NUM_THREADS": "1"}
+ONE_CORE = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
 MODELS = {"hdp-online": "OnlineHdp", "hdp-online-sm": "OnlineHdpSplitMerge", "hdp-batch": "BatchHdp"}
 
 
@@ -70,11 +70,19 @@ def worker_topictool(args):
         snap = model.snapshot()
         path = Path(args.out) / f"{args.model}-pass{p:03d}.npz"
         snap.save(path)
-        out.append({"pass": p, "documents_seen": int(model.documents_seen), "train_seconds": train_s,
-                    "topics": int(model.K), "snapshot": str(path), "alpha": model.alpha,
-                    "elbo_per_token": rows[-1].get("elbo_per_token"),
-                    "splits_accepted": sum(r.get("splits_accepted", 0) for r in rows),
-                    "merges_accepted": sum(r.get("merges_accepted", 0) + r.get("unused_merged", 0) for r in rows)})
+        out.append(
+            {
+                "pass": p,
+                "documents_seen": int(model.documents_seen),
+                "train_seconds": train_s,
+                "topics": int(model.K),
+                "snapshot": str(path),
+                "alpha": model.alpha,
+                "elbo_per_token": rows[-1].get("elbo_per_token"),
+                "splits_accepted": sum(r.get("splits_accepted", 0) for r in rows),
+                "merges_accepted": sum(r.get("merges_accepted", 0) + r.get("unused_merged", 0) for r in rows),
+            }
+        )
     print(json.dumps(out))
 
 
@@ -89,8 +97,10 @@ def worker_gensim(args):
 
     logging.disable(logging.WARNING)
     corpus = load_corpus(args.corpus, part="train")
-    bow = [list(zip(corpus.word_ids[lo:hi].tolist(), corpus.counts[lo:hi].tolist()))
-           for lo, hi in zip(corpus.doc_ptr[:-1], corpus.doc_ptr[1:])]
+    bow = [
+        list(zip(corpus.word_ids[lo:hi].tolist(), corpus.counts[lo:hi].tolist()))
+        for lo, hi in zip(corpus.doc_ptr[:-1], corpus.doc_ptr[1:])
+    ]
     id2word = dict(enumerate(corpus.vocab))
     chunksize = 256
     per_pass = -(-corpus.D // chunksize)
@@ -107,11 +117,22 @@ def worker_gensim(args):
         phi = np.asarray(beta, dtype=np.float64)
         phi /= phi.sum(axis=1, keepdims=True)
         path = Path(args.out) / f"gensim-pass{p:03d}.npz"
-        Snapshot(phi=phi, alpha=np.asarray(alpha, dtype=np.float64),
-                 topic_weight=np.asarray(alpha, dtype=np.float64) / np.sum(alpha), vocab=corpus.vocab,
-                 meta={"model": "gensim-HdpModel", "T": int(hdp.m_T)}).save(path)
-        out.append({"pass": p, "documents_seen": p * corpus.D, "train_seconds": train_s,
-                    "topics": int(hdp.m_T), "snapshot": str(path)})
+        Snapshot(
+            phi=phi,
+            alpha=np.asarray(alpha, dtype=np.float64),
+            topic_weight=np.asarray(alpha, dtype=np.float64) / np.sum(alpha),
+            vocab=corpus.vocab,
+            meta={"model": "gensim-HdpModel", "T": int(hdp.m_T)},
+        ).save(path)
+        out.append(
+            {
+                "pass": p,
+                "documents_seen": p * corpus.D,
+                "train_seconds": train_s,
+                "topics": int(hdp.m_T),
+                "snapshot": str(path),
+            }
+        )
     print(json.dumps(out))
 
 
@@ -135,8 +156,16 @@ def movies(args):
     train = load_corpus(args.corpus, part="train")
     test = load_corpus(args.corpus, part="test")
     tmp = Path(tempfile.mkdtemp(prefix="ohdp-bench-"))
-    results = {"corpus": str(args.corpus), "D": train.D, "N": train.N, "W": train.W, "test_D": test.D,
-               "passes": args.passes, "holdout": args.holdout, "systems": {}}
+    results = {
+        "corpus": str(args.corpus),
+        "D": train.D,
+        "N": train.N,
+        "W": train.W,
+        "test_D": test.D,
+        "passes": args.passes,
+        "holdout": args.holdout,
+        "systems": {},
+    }
     Ks = {"hdp-online": args.K_online, "hdp-online-sm": args.K_sm, "hdp-batch": args.K_batch}
     for system in args.systems.split(","):
         t0 = time.time()
@@ -144,20 +173,26 @@ def movies(args):
             rows = run_worker(args.gensim_python, ["_gensim", args.corpus, str(tmp), str(args.passes), str(args.seed)])
         else:
             opts = json.dumps(parse_set(args.set) if system == "hdp-online-sm" else {})
-            rows = run_worker(sys.executable, ["_topictool", args.corpus, str(tmp), str(args.passes), str(args.seed),
-                                               system, str(Ks[system]), opts])
+            rows = run_worker(
+                sys.executable,
+                ["_topictool", args.corpus, str(tmp), str(args.passes), str(args.seed), system, str(Ks[system]), opts],
+            )
         for row in rows:
-            res = document_completion(Snapshot.load(row["snapshot"]), test, holdout=args.holdout, method="vb",
-                                      seed=args.eval_seed)
+            res = document_completion(
+                Snapshot.load(row["snapshot"]), test, holdout=args.holdout, method="vb", seed=args.eval_seed
+            )
             row["heldout_log_likelihood_per_token"] = res["log_likelihood_per_token"]
             row["perplexity"] = res["perplexity"]
             row["documents_per_s"] = row["documents_seen"] / row["train_seconds"]
             row["tokens_per_s"] = row["pass"] * train.N / row["train_seconds"]
         results["systems"][system] = rows
         last = rows[-1]
-        print(f"{system:14s} K={last['topics']:4d}  ll/token {last['heldout_log_likelihood_per_token']:.4f}  "
-              f"perplexity {last['perplexity']:8.1f}  {last['documents_per_s']:7.1f} docs/s  "
-              f"{last['tokens_per_s'] / 1e3:6.1f} k tokens/s  ({time.time() - t0:.0f}s)", flush=True)
+        print(
+            f"{system:14s} K={last['topics']:4d}  ll/token {last['heldout_log_likelihood_per_token']:.4f}  "
+            f"perplexity {last['perplexity']:8.1f}  {last['documents_per_s']:7.1f} docs/s  "
+            f"{last['tokens_per_s'] / 1e3:6.1f} k tokens/s  ({time.time() - t0:.0f}s)",
+            flush=True,
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     print_table(results)
@@ -200,11 +235,21 @@ def bars_one(spec):
     snap = model.snapshot()
     bars_matched, topics_matching = matches(snap.phi, truth["phi"])
     res = document_completion(snap, test, holdout="fraction:0.2", method="vb", seed=1)
-    return {"model": model_name, "K0": K0, "seed": seed, "steps": steps, "K": snap.K,
-            "bars_matched": bars_matched, "topics_matching": topics_matching,
-            "success": bool(abs(snap.K - 20) <= 1 and bars_matched == 20 and topics_matching >= snap.K - 1),
-            "heldout_log_likelihood_per_token": res["log_likelihood_per_token"], "perplexity": res["perplexity"],
-            "alpha": model.alpha, "seconds": secs, "history": history}
+    return {
+        "model": model_name,
+        "K0": K0,
+        "seed": seed,
+        "steps": steps,
+        "K": snap.K,
+        "bars_matched": bars_matched,
+        "topics_matching": topics_matching,
+        "success": bool(abs(snap.K - 20) <= 1 and bars_matched == 20 and topics_matching >= snap.K - 1),
+        "heldout_log_likelihood_per_token": res["log_likelihood_per_token"],
+        "perplexity": res["perplexity"],
+        "alpha": model.alpha,
+        "seconds": secs,
+        "history": history,
+    }
 
 
 def matches(phi, truth, threshold=0.2):
@@ -223,7 +268,9 @@ def bars_experiment(args):
     os.environ.update(ONE_CORE)
     starts = [int(k) for k in args.starts.split(",") if k.strip()]
     sm_options = parse_set(args.set)
-    specs = [("hdp-online-sm", k, s, args.steps, args.minibatch, sm_options) for k in starts for s in seeds_of(args.seeds)]
+    specs = [
+        ("hdp-online-sm", k, s, args.steps, args.minibatch, sm_options) for k in starts for s in seeds_of(args.seeds)
+    ]
     if args.K_online > 0:
         specs += [("hdp-online", args.K_online, s, args.steps, args.minibatch, {}) for s in seeds_of(args.seeds)]
     results = []
@@ -249,15 +296,19 @@ def bars_experiment(args):
         s["ll"].append(r["heldout_log_likelihood_per_token"])
     print("\nsummary (success: 20 +- 1 topics, all 20 bars matched, every topic but at most one matching)")
     for key, s in summary.items():
-        print(f"{key:22s} success {s['successes']}/{s['runs']}  K {min(s['K'])}-{max(s['K'])}  "
-              f"held-out ll/token mean {np.mean(s['ll']):.4f}")
+        print(
+            f"{key:22s} success {s['successes']}/{s['runs']}  K {min(s['K'])}-{max(s['K'])}  "
+            f"held-out ll/token mean {np.mean(s['ll']):.4f}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps({"runs": results, "summary": summary}, indent=1))
 
 
 def report_bars_row(r):
-    print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items() if k != "history"}),
-          flush=True)
+    print(
+        json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items() if k != "history"}),
+        flush=True,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -266,8 +317,15 @@ def report_bars_row(r):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "_topictool":
-        a = argparse.Namespace(corpus=argv[1], out=argv[2], passes=int(argv[3]), seed=int(argv[4]), model=argv[5],
-                               K=int(argv[6]), options=argv[7])
+        a = argparse.Namespace(
+            corpus=argv[1],
+            out=argv[2],
+            passes=int(argv[3]),
+            seed=int(argv[4]),
+            model=argv[5],
+            K=int(argv[6]),
+            options=argv[7],
+        )
         return worker_topictool(a)
     if argv and argv[0] == "_gensim":
         a = argparse.Namespace(corpus=argv[1], out=argv[2], passes=int(argv[3]), seed=int(argv[4]))

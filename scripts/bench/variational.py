@@ -24,6 +24,7 @@ Run it where the peers are installed (e.g. /work/bench-venv); a missing peer is
 reported and skipped. Timings are wall-clock and CPU seconds of training only;
 on a shared machine the CPU seconds are the steadier figure.
 """
+
 import argparse
 import json
 import os
@@ -35,8 +36,13 @@ from pathlib import Path
 
 import numpy as np
 
-ONE_CORE = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "NUMBA_NUM_THREADS": "1", "VECLIB_MAXIMUM_THREADS": "1"}
+ONE_CORE = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "NUMBA_NUM_THREADS": "1",
+    "VECLIB_MAXIMUM_THREADS": "1",
+}
 
 
 def load(corpus_dir, part="train"):
@@ -51,8 +57,13 @@ def save_snapshot(path, phi, alpha, vocab, name):
     phi = np.asarray(phi, dtype=np.float64)
     phi = phi / phi.sum(axis=1, keepdims=True)
     alpha = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (phi.shape[0],)).copy()
-    Snapshot(phi=phi, alpha=alpha, topic_weight=np.full(phi.shape[0], 1.0 / phi.shape[0]), vocab=tuple(vocab),
-             meta={"model": name}).save(path)
+    Snapshot(
+        phi=phi,
+        alpha=alpha,
+        topic_weight=np.full(phi.shape[0], 1.0 / phi.shape[0]),
+        vocab=tuple(vocab),
+        meta={"model": name},
+    ).save(path)
 
 
 def doc_term(c):
@@ -79,9 +90,19 @@ class Clock:
 def svi_topictool(c, a, out):
     from topictool.models.variational.svi import LdaSvi
 
-    opts = LdaSvi.resolve_options({"K": a.K, "alpha": a.alpha, "eta": a.eta, "tau0": a.tau0, "kappa": a.kappa,
-                                   "minibatch": a.minibatch, "local_tol": a.tol,
-                                   "max_local_iters": a.max_local_iters, **dict(kv.split("=", 1) for kv in a.set)})
+    opts = LdaSvi.resolve_options(
+        {
+            "K": a.K,
+            "alpha": a.alpha,
+            "eta": a.eta,
+            "tau0": a.tau0,
+            "kappa": a.kappa,
+            "minibatch": a.minibatch,
+            "local_tol": a.tol,
+            "max_local_iters": a.max_local_iters,
+            **dict(kv.split("=", 1) for kv in a.set),
+        }
+    )
     LdaSvi(c.subset(np.arange(min(c.D, 20))), opts, a.seed).step()  # compile / load kernels, untimed
     model = LdaSvi(c, opts, a.seed)
     with Clock() as clock:
@@ -94,14 +115,29 @@ def svi_topictool(c, a, out):
 def svi_gensim(c, a, out):
     from gensim.models import LdaModel
 
-    bow = [list(zip(c.word_ids[c.doc_ptr[d]:c.doc_ptr[d + 1]].tolist(),
-                    c.counts[c.doc_ptr[d]:c.doc_ptr[d + 1]].tolist())) for d in range(c.D)]
+    bow = [
+        list(
+            zip(
+                c.word_ids[c.doc_ptr[d] : c.doc_ptr[d + 1]].tolist(), c.counts[c.doc_ptr[d] : c.doc_ptr[d + 1]].tolist()
+            )
+        )
+        for d in range(c.D)
+    ]
     id2word = {i: w for i, w in enumerate(c.vocab)}
-    kw = dict(num_topics=a.K, id2word=id2word, alpha=np.full(a.K, a.alpha), eta=a.eta, passes=a.passes,
-              random_state=a.seed, eval_every=None, update_every=1)
+    kw = dict(
+        num_topics=a.K,
+        id2word=id2word,
+        alpha=np.full(a.K, a.alpha),
+        eta=a.eta,
+        passes=a.passes,
+        random_state=a.seed,
+        eval_every=None,
+        update_every=1,
+    )
     if not a.peer_defaults:
-        kw.update(chunksize=a.minibatch, decay=a.kappa, offset=a.tau0, iterations=a.max_local_iters,
-                  gamma_threshold=a.tol)
+        kw.update(
+            chunksize=a.minibatch, decay=a.kappa, offset=a.tau0, iterations=a.max_local_iters, gamma_threshold=a.tol
+        )
     with Clock() as clock:
         m = LdaModel(bow, **kw)
     save_snapshot(out, m.get_topics(), a.alpha, c.vocab, "gensim")
@@ -115,11 +151,25 @@ def _sklearn(c, a, out, method):
     from sklearn.decomposition import LatentDirichletAllocation
 
     X = doc_term(c)
-    kw = dict(n_components=a.K, doc_topic_prior=a.alpha, topic_word_prior=a.eta, learning_method=method,
-              max_iter=a.passes, random_state=a.seed, n_jobs=1, evaluate_every=-1, total_samples=c.D)
+    kw = dict(
+        n_components=a.K,
+        doc_topic_prior=a.alpha,
+        topic_word_prior=a.eta,
+        learning_method=method,
+        max_iter=a.passes,
+        random_state=a.seed,
+        n_jobs=1,
+        evaluate_every=-1,
+        total_samples=c.D,
+    )
     if not a.peer_defaults:
-        kw.update(batch_size=a.minibatch, learning_decay=a.kappa, learning_offset=max(a.tau0 - 1.0, 1.0),
-                  mean_change_tol=a.tol, max_doc_update_iter=a.max_local_iters)
+        kw.update(
+            batch_size=a.minibatch,
+            learning_decay=a.kappa,
+            learning_offset=max(a.tau0 - 1.0, 1.0),
+            mean_change_tol=a.tol,
+            max_doc_update_iter=a.max_local_iters,
+        )
     m = LatentDirichletAllocation(**kw)
     with Clock() as clock:
         if method == "online":
@@ -156,8 +206,7 @@ def part_svi(a):
         for name in a.systems.split(","):
             out = Path(tmp) / f"{name}.npz"
             cmd = [sys.executable, __file__, "svi", a.corpus, "--one", name, "--out", str(out)]
-            for key in ("K", "passes", "alpha", "eta", "tau0", "kappa", "minibatch", "tol", "max_local_iters",
-                        "seed"):
+            for key in ("K", "passes", "alpha", "eta", "tau0", "kappa", "minibatch", "tol", "max_local_iters", "seed"):
                 cmd += [f"--{key.replace('_', '-')}", str(getattr(a, key))]
             if a.peer_defaults:
                 cmd.append("--peer-defaults")
@@ -170,21 +219,30 @@ def part_svi(a):
                 continue
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             ev = document_completion(Snapshot.load(out), test, holdout=a.holdout, method="vb", seed=1)
-            r.update(system=name, perplexity=ev["perplexity"],
-                     docs_per_s=r["D"] * a.passes / r["seconds"], docs_per_cpu_s=r["D"] * a.passes / r["cpu_seconds"],
-                     tokens_per_s=r["N"] * a.passes / r["seconds"],
-                     tokens_per_cpu_s=r["N"] * a.passes / r["cpu_seconds"])
+            r.update(
+                system=name,
+                perplexity=ev["perplexity"],
+                docs_per_s=r["D"] * a.passes / r["seconds"],
+                docs_per_cpu_s=r["D"] * a.passes / r["cpu_seconds"],
+                tokens_per_s=r["N"] * a.passes / r["seconds"],
+                tokens_per_cpu_s=r["N"] * a.passes / r["cpu_seconds"],
+            )
             results.append(r)
-            print(f"{name:15s} {r['seconds']:7.2f} s ({r['cpu_seconds']:7.2f} CPU s)  "
-                  f"{r['docs_per_cpu_s']:8.0f} docs/CPU s  {r['tokens_per_cpu_s'] / 1e6:5.2f} M tokens/CPU s  "
-                  f"perplexity {r['perplexity']:8.1f}", flush=True)
+            print(
+                f"{name:15s} {r['seconds']:7.2f} s ({r['cpu_seconds']:7.2f} CPU s)  "
+                f"{r['docs_per_cpu_s']:8.0f} docs/CPU s  {r['tokens_per_cpu_s'] / 1e6:5.2f} M tokens/CPU s  "
+                f"perplexity {r['perplexity']:8.1f}",
+                flush=True,
+            )
     ref = next((r for r in results if r["system"] == "topictool"), None)
     if ref:
         print("\nrelative to topictool lda-svi:")
         for r in results:
-            print(f"  {r['system']:15s} topictool is x{r['cpu_seconds'] / ref['cpu_seconds']:.2f} faster (CPU), "
-                  f"x{r['seconds'] / ref['seconds']:.2f} (wall); perplexity ratio "
-                  f"{ref['perplexity'] / r['perplexity']:.3f}")
+            print(
+                f"  {r['system']:15s} topictool is x{r['cpu_seconds'] / ref['cpu_seconds']:.2f} faster (CPU), "
+                f"x{r['seconds'] / ref['seconds']:.2f} (wall); perplexity ratio "
+                f"{ref['perplexity'] / r['perplexity']:.3f}"
+            )
     return results
 
 
@@ -251,10 +309,18 @@ def curve_child(a):
         if it % a.eval_every == 0 or it == a.iterations:
             ev = document_completion(model.snapshot(), test, holdout=a.holdout, method="vb", seed=1)
             w = model.snapshot().topic_weight
-            rows.append({"iteration": it, "documents_seen": metrics["documents_seen"], "seconds": wall,
-                         "cpu_seconds": cpu, "perplexity": ev["perplexity"],
-                         "topics_above_1pct": int((w > 0.01).sum()),
-                         "alpha": metrics.get("alpha"), "gamma": metrics.get("gamma")})
+            rows.append(
+                {
+                    "iteration": it,
+                    "documents_seen": metrics["documents_seen"],
+                    "seconds": wall,
+                    "cpu_seconds": cpu,
+                    "perplexity": ev["perplexity"],
+                    "topics_above_1pct": int((w > 0.01).sum()),
+                    "alpha": metrics.get("alpha"),
+                    "gamma": metrics.get("gamma"),
+                }
+            )
     print(json.dumps({"rows": rows, "D": c.D, "N": c.N}))
 
 
@@ -262,9 +328,24 @@ def part_curves(a, runs):
     results = []
     env = dict(os.environ, **ONE_CORE)
     for label, model, opts in runs:
-        cmd = [sys.executable, __file__, "curve", a.corpus, "--model", model, "--options", json.dumps(opts),
-               "--iterations", str(a.iterations), "--eval-every", str(a.eval_every), "--holdout", a.holdout,
-               "--seed", str(a.seed)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "curve",
+            a.corpus,
+            "--model",
+            model,
+            "--options",
+            json.dumps(opts),
+            "--iterations",
+            str(a.iterations),
+            "--eval-every",
+            str(a.eval_every),
+            "--holdout",
+            a.holdout,
+            "--seed",
+            str(a.seed),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             print(f"{label}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
@@ -273,9 +354,11 @@ def part_curves(a, runs):
         r.update(label=label, model=model, options=opts)
         results.append(r)
         last = r["rows"][-1]
-        print(f"{label:26s} {last['cpu_seconds']:7.1f} CPU s  {r['N'] * a.iterations / last['cpu_seconds'] / 1e6:5.2f} "
-              f"M tokens/CPU s  final perplexity {last['perplexity']:8.1f}  topics>1% {last['topics_above_1pct']}",
-              flush=True)
+        print(
+            f"{label:26s} {last['cpu_seconds']:7.1f} CPU s  {r['N'] * a.iterations / last['cpu_seconds'] / 1e6:5.2f} "
+            f"M tokens/CPU s  final perplexity {last['perplexity']:8.1f}  topics>1% {last['topics_above_1pct']}",
+            flush=True,
+        )
     if results:
         its = [row["iteration"] for row in results[0]["rows"]]
         print("\nheld-out perplexity against documents seen:")
@@ -309,10 +392,18 @@ def main():
     p.add_argument("--tol", type=float, default=0.001)
     p.add_argument("--max-local-iters", type=int, default=100)
     p.add_argument("--systems", default="topictool,gensim,sklearn-online,sklearn-batch")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="Extra lda-svi option (repeatable), e.g. --set warm_start=true.")
-    p.add_argument("--peer-defaults", action="store_true",
-                   help="Run the peers with their own defaults (chunk size, decay, offset, iterations).")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Extra lda-svi option (repeatable), e.g. --set warm_start=true.",
+    )
+    p.add_argument(
+        "--peer-defaults",
+        action="store_true",
+        help="Run the peers with their own defaults (chunk size, decay, offset, iterations).",
+    )
     # collapsed / variants
     p.add_argument("--T", type=int, default=0, help="Truncation / K (default: the config's).")
     p.add_argument("--config", default=str(Path(__file__).resolve().parents[2] / "configs" / "pcsvb0-comparison.toml"))

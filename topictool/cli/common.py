@@ -1,10 +1,10 @@
 """What every command shares: output switches, rendering, progress."""
+
 import sys
 
 import click
 
 from ..errors import InputError
-
 
 # the ranges of the integer options every command shares (larger values only overflow
 # the int32/int64 arrays they size, far from where anyone needs them)

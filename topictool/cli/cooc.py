@@ -7,34 +7,84 @@ from .common import THREADS, emit_json, force_option, json_option, print_table
 
 @click.command("cooc", short_help="Count word co-occurrences in a reference corpus (for pmi).")
 @click.argument("references", metavar="REFERENCE...", nargs=-1, required=True)
-@click.option("--vocab", required=True,
-              help="Words to count: one per line (or hca .words, the last column), or a prepared corpus "
-                   "directory. Pairs are counted among these words only.")
-@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False),
-              help="Reference file to write (REF.npz).")
-@click.option("--window", default="10", show_default=True,
-              help="Sliding window of this many tokens (Newman et al. 2010), or 'doc' for whole documents.")
-@click.option("--workers", default=1, show_default=True, type=THREADS,
-              help="Counting processes (the main process reads and decompresses).")
-@click.option("--source-format", type=click.Choice(["auto", "wiki", "lines", "files"]), default="auto",
-              show_default=True,
-              help="wiki: a MediaWiki XML dump; lines: one document per line; files: a directory or zip of "
-                   "documents. auto: dumps are recognised by their content.")
+@click.option(
+    "--vocab",
+    required=True,
+    help="Words to count: one per line (or hca .words, the last column), or a prepared corpus "
+    "directory. Pairs are counted among these words only.",
+)
+@click.option(
+    "-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Reference file to write (REF.npz)."
+)
+@click.option(
+    "--window",
+    default="10",
+    show_default=True,
+    help="Sliding window of this many tokens (Newman et al. 2010), or 'doc' for whole documents.",
+)
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=THREADS,
+    help="Counting processes (the main process reads and decompresses).",
+)
+@click.option(
+    "--source-format",
+    type=click.Choice(["auto", "wiki", "lines", "files"]),
+    default="auto",
+    show_default=True,
+    help="wiki: a MediaWiki XML dump; lines: one document per line; files: a directory or zip of "
+    "documents. auto: dumps are recognised by their content.",
+)
 @click.option("--include", default="*", show_default=True, help="File-name pattern for directories and zips.")
 @click.option("--encoding", default="utf-8", show_default=True, help="Encoding of text sources (dumps are UTF-8).")
-@click.option("--errors", type=click.Choice(["strict", "replace", "ignore"]), default="strict", show_default=True,
-              help="Undecodable bytes in text sources: report them (strict) or replace/ignore them.")
-@click.option("--token-pattern", default=None,
-              help="Regular expression of a token (as for prepare; default: prepare's).")
-@click.option("--checkpoint-every", "checkpoint_seconds", default=300.0, show_default=True,
-              type=click.FloatRange(min=0), help="Seconds between saves of the partial state.")
-@click.option("--memory", "memory_mb", default=2048, show_default=True, type=click.IntRange(64, 2**40),
-              help="MB for pair counts in memory, all workers together; more are spilled to disk.")
+@click.option(
+    "--errors",
+    type=click.Choice(["strict", "replace", "ignore"]),
+    default="strict",
+    show_default=True,
+    help="Undecodable bytes in text sources: report them (strict) or replace/ignore them.",
+)
+@click.option(
+    "--token-pattern", default=None, help="Regular expression of a token (as for prepare; default: prepare's)."
+)
+@click.option(
+    "--checkpoint-every",
+    "checkpoint_seconds",
+    default=300.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Seconds between saves of the partial state.",
+)
+@click.option(
+    "--memory",
+    "memory_mb",
+    default=2048,
+    show_default=True,
+    type=click.IntRange(64, 2**40),
+    help="MB for pair counts in memory, all workers together; more are spilled to disk.",
+)
 @click.option("--restart", is_flag=True, help="Discard the partial state of an earlier run and start over.")
 @force_option
 @json_option
-def command(references, vocab, out, window, workers, source_format, include, encoding, errors, token_pattern,
-            checkpoint_seconds, memory_mb, restart, force, as_json):
+def command(
+    references,
+    vocab,
+    out,
+    window,
+    workers,
+    source_format,
+    include,
+    encoding,
+    errors,
+    token_pattern,
+    checkpoint_seconds,
+    memory_mb,
+    restart,
+    force,
+    as_json,
+):
     """Count, for the words of VOCAB, in how many units of the REFERENCE corpora each word
     and each pair of words occurs; a unit is a sliding window of --window tokens (default
     10; tokens outside VOCAB keep their positions) or, with --window doc, a document.
@@ -49,9 +99,19 @@ def command(references, vocab, out, window, workers, source_format, include, enc
     from ..corpus.tokenizer import DEFAULT_PATTERN
     from ..evaluate.cooc import CoocOptions, Interrupted, build_reference
 
-    opts = CoocOptions(window=window, workers=workers, source_format=source_format, encoding=encoding,
-                       errors=errors, include=include, token_pattern=DEFAULT_PATTERN if token_pattern is None else token_pattern,
-                       checkpoint_seconds=checkpoint_seconds, memory_mb=memory_mb, restart=restart, force=force)
+    opts = CoocOptions(
+        window=window,
+        workers=workers,
+        source_format=source_format,
+        encoding=encoding,
+        errors=errors,
+        include=include,
+        token_pattern=DEFAULT_PATTERN if token_pattern is None else token_pattern,
+        checkpoint_seconds=checkpoint_seconds,
+        memory_mb=memory_mb,
+        restart=restart,
+        force=force,
+    )
     try:
         summary = build_reference(list(references), vocab, out, opts)
     except Interrupted as e:
@@ -62,8 +122,11 @@ def command(references, vocab, out, window, workers, source_format, include, enc
         return
     bad = summary.get("uncountable_words") or []
     if bad:
-        click.echo(f"topictool cooc: warning: {len(bad)} vocabulary word(s) are never tokens of the tokenizer "
-                   f"and count 0 (e.g. {', '.join(repr(w) for w in bad[:3])})", err=True)
+        click.echo(
+            f"topictool cooc: warning: {len(bad)} vocabulary word(s) are never tokens of the tokenizer "
+            f"and count 0 (e.g. {', '.join(repr(w) for w in bad[:3])})",
+            err=True,
+        )
     if as_json:
         emit_json(summary)
         return

@@ -1,4 +1,5 @@
 """topictool info: diagnostics of a model or a run."""
+
 from pathlib import Path
 
 import click
@@ -8,8 +9,9 @@ from .common import COUNT, emit_json, json_option, print_table
 
 @click.command("info", short_help="Effective number of topics and per-topic diagnostics of a model or run.")
 @click.argument("model")
-@click.option("--top", default=5, show_default=True, type=COUNT,
-              help="Top words (term-score) shown per topic in the table.")
+@click.option(
+    "--top", default=5, show_default=True, type=COUNT, help="Top words (term-score) shown per topic in the table."
+)
 @json_option
 def command(model, top, as_json):
     """Diagnostics of MODEL (a snapshot .npz) or RUN (a run directory): effective number of
@@ -32,13 +34,20 @@ def command(model, top, as_json):
     if as_json:
         emit_json(info)
         return
-    summary = [("model", info["model"] or "?"), ("topics (K)", info["K"]), ("vocabulary (W)", info["W"]),
-               ("effective number of topics", info["effective_topics"])]
+    summary = [
+        ("model", info["model"] or "?"),
+        ("topics (K)", info["K"]),
+        ("vocabulary (W)", info["W"]),
+        ("effective number of topics", info["effective_topics"]),
+    ]
     if is_run:
         r = info["run"]
-        summary += [("iterations", _opt(r["iterations"])), ("wall time (s)", _opt(r["seconds"])),
-                    ("mean tokens/s", _opt(r["tokens_per_s"])),
-                    ("bytes per training token", _opt(r["bytes_per_token"]))]
+        summary += [
+            ("iterations", _opt(r["iterations"])),
+            ("wall time (s)", _opt(r["seconds"])),
+            ("mean tokens/s", _opt(r["tokens_per_s"])),
+            ("bytes per training token", _opt(r["bytes_per_token"])),
+        ]
     print_table(f"info: {model}", ["", ("", "right")], summary, show_header=False)
     words = {k: " ".join(w) for k, _, w, _ in top_words(snapshot, top=top)} if top else {}
     order = sorted(info["topics"], key=lambda t: -t["proportion"])

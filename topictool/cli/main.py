@@ -4,6 +4,7 @@ Errors: a TopicToolError becomes one line on stderr and its exit code
 (2 for bad input); any other exception is exit 1 with one line, and
 ``--debug`` shows the traceback instead.
 """
+
 import importlib
 import sys
 
@@ -70,7 +71,10 @@ class LazyGroup(click.Group):
         except Exception as e:  # an unexpected failure: still one line unless --debug
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            click.echo(f"topictool: internal error: {e.__class__.__name__}: {e} (rerun with --debug for the traceback)", err=True)
+            click.echo(
+                f"topictool: internal error: {e.__class__.__name__}: {e} (rerun with --debug for the traceback)",
+                err=True,
+            )
             sys.exit(1)
 
 

@@ -1,4 +1,5 @@
 """topictool pmi: topic coherence (PMI / NPMI) against a reference corpus."""
+
 import click
 
 from .common import emit_json, json_option, print_table
@@ -6,18 +7,38 @@ from .common import emit_json, json_option, print_table
 
 @click.command("pmi", short_help="Topic coherence (PMI, NPMI) against a reference corpus.")
 @click.argument("model", required=False)
-@click.option("--topics", "topics_file", type=click.Path(dir_okay=False),
-              help="Score the topics of this file instead of a MODEL: one topic per line, words or word ids "
-                   "(topics --format txt writes it; hca .toplst files are read too).")
-@click.option("--reference", required=True,
-              help="REF.npz from `topictool cooc`, or an hca-style PMI file ('id1 id2 pmi' per line, .gz ok).")
-@click.option("--vocab", help="Vocabulary of word ids (in a .pmi file or a topics file): one word per line or "
-                              "hca .words. Default for a MODEL: its own vocabulary.")
+@click.option(
+    "--topics",
+    "topics_file",
+    type=click.Path(dir_okay=False),
+    help="Score the topics of this file instead of a MODEL: one topic per line, words or word ids "
+    "(topics --format txt writes it; hca .toplst files are read too).",
+)
+@click.option(
+    "--reference",
+    required=True,
+    help="REF.npz from `topictool cooc`, or an hca-style PMI file ('id1 id2 pmi' per line, .gz ok).",
+)
+@click.option(
+    "--vocab",
+    help="Vocabulary of word ids (in a .pmi file or a topics file): one word per line or "
+    "hca .words. Default for a MODEL: its own vocabulary.",
+)
 @click.option("--top", default=10, show_default=True, type=click.IntRange(2, 2**31 - 1), help="Top words per topic.")
-@click.option("--rank", type=click.Choice(["prob", "term-score", "lift"]), default="prob", show_default=True,
-              help="How a MODEL's top words are chosen (see `topictool topics`).")
-@click.option("--convention", type=click.Choice(["newman", "hca"]), default="newman", show_default=True,
-              help="newman: mean over the N(N-1)/2 pairs; hca: sum over pairs / N^2 (hca's figures).")
+@click.option(
+    "--rank",
+    type=click.Choice(["prob", "term-score", "lift"]),
+    default="prob",
+    show_default=True,
+    help="How a MODEL's top words are chosen (see `topictool topics`).",
+)
+@click.option(
+    "--convention",
+    type=click.Choice(["newman", "hca"]),
+    default="newman",
+    show_default=True,
+    help="newman: mean over the N(N-1)/2 pairs; hca: sum over pairs / N^2 (hca's figures).",
+)
 @click.option("--normalized", is_flag=True, help="NPMI instead of PMI (needs a REF.npz).")
 @json_option
 def command(model, topics_file, reference, vocab, top, rank, convention, normalized, as_json):
@@ -32,8 +53,16 @@ def command(model, topics_file, reference, vocab, top, rank, convention, normali
 
     if (model is None) == (topics_file is None):
         raise InputError("give either MODEL or --topics FILE")
-    result = coherence(reference, topics=topics_file, model=model, vocab=vocab, top=top, rank=rank,
-                       convention=convention, normalized=normalized)
+    result = coherence(
+        reference,
+        topics=topics_file,
+        model=model,
+        vocab=vocab,
+        top=top,
+        rank=rank,
+        convention=convention,
+        normalized=normalized,
+    )
     if as_json:
         emit_json(result)
         return

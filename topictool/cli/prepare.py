@@ -1,4 +1,5 @@
 """topictool prepare: text, LdaC or UCI in; a prepared corpus directory out."""
+
 import time
 
 import click
@@ -9,44 +10,103 @@ from .common import POSITIVE, SEED, emit_json, force_option, json_option, print_
 @click.command("prepare", short_help="Prepare a corpus from text, LdaC or UCI sources.")
 @click.argument("sources", nargs=-1, required=True)
 @click.option("-o", "--output", "out", required=True, help="Prepared corpus directory to create.")
-@click.option("--format", "fmt", type=click.Choice(["none", "ldac", "uci", "both"]), default="none",
-              show_default=True, help="Also export the splits as LdaC and/or UCI files.")
-@click.option("--stopwords", default=None,
-              help="english, none, or a file of words. [default: english for text, none for LdaC/UCI]")
-@click.option("--min-count", default=5, show_default=True, type=POSITIVE,
-              help="Drop words seen fewer times in the whole corpus.")
-@click.option("--min-df", default=1, show_default=True, type=POSITIVE,
-              help="Drop words in fewer documents.")
-@click.option("--max-df", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
-              help="Drop words in more documents (a fraction if <= 1, else a count).")
-@click.option("--test-fraction", default=0.2, show_default=True, type=click.FloatRange(0, 1, max_open=True),
-              help="Fraction of documents held out as test.npz.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["none", "ldac", "uci", "both"]),
+    default="none",
+    show_default=True,
+    help="Also export the splits as LdaC and/or UCI files.",
+)
+@click.option(
+    "--stopwords",
+    default=None,
+    help="english, none, or a file of words. [default: english for text, none for LdaC/UCI]",
+)
+@click.option(
+    "--min-count", default=5, show_default=True, type=POSITIVE, help="Drop words seen fewer times in the whole corpus."
+)
+@click.option("--min-df", default=1, show_default=True, type=POSITIVE, help="Drop words in fewer documents.")
+@click.option(
+    "--max-df",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Drop words in more documents (a fraction if <= 1, else a count).",
+)
+@click.option(
+    "--test-fraction",
+    default=0.2,
+    show_default=True,
+    type=click.FloatRange(0, 1, max_open=True),
+    help="Fraction of documents held out as test.npz.",
+)
 @click.option("--seed", default=1, show_default=True, type=SEED, help="Seed of the train/test split.")
-@click.option("--vocab", type=click.Path(dir_okay=False),
-              help="Vocabulary: the fixed vocabulary for text sources (other tokens dropped; no pruning "
-                   "or stop words), or the vocabulary of an LdaC file (default: found beside it).")
+@click.option(
+    "--vocab",
+    type=click.Path(dir_okay=False),
+    help="Vocabulary: the fixed vocabulary for text sources (other tokens dropped; no pruning "
+    "or stop words), or the vocabulary of an LdaC file (default: found beside it).",
+)
 @click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the sources.")
-@click.option("--errors", type=click.Choice(["strict", "replace", "ignore"]), default="strict", show_default=True,
-              help="What to do with undecodable bytes: report them (strict) or replace/ignore them.")
+@click.option(
+    "--errors",
+    type=click.Choice(["strict", "replace", "ignore"]),
+    default="strict",
+    show_default=True,
+    help="What to do with undecodable bytes: report them (strict) or replace/ignore them.",
+)
 @click.option("--token-pattern", default=None, help="Regular expression of a token (applied after lower-casing).")
-@click.option("--source-format", type=click.Choice(["auto", "files", "lines", "ldac", "uci"]), default="auto",
-              show_default=True, help="How to read SOURCE: files (a directory or zip, a document each), "
-                                      "lines (a document per line), ldac or uci.")
+@click.option(
+    "--source-format",
+    type=click.Choice(["auto", "files", "lines", "ldac", "uci"]),
+    default="auto",
+    show_default=True,
+    help="How to read SOURCE: files (a directory or zip, a document each), lines (a document per line), ldac or uci.",
+)
 @click.option("--include", default="*", show_default=True, help="File-name pattern for directories and zips.")
 @force_option
 @json_option
-def command(sources, out, fmt, stopwords, min_count, min_df, max_df, test_fraction, seed, vocab, encoding,
-            errors, token_pattern, source_format, include, force, as_json):
+def command(
+    sources,
+    out,
+    fmt,
+    stopwords,
+    min_count,
+    min_df,
+    max_df,
+    test_fraction,
+    seed,
+    vocab,
+    encoding,
+    errors,
+    token_pattern,
+    source_format,
+    include,
+    force,
+    as_json,
+):
     """Read SOURCE... (directories or zips of text files, a text file with one document per
     line, an LdaC file, or a UCI docword file; .gz/.bz2 read transparently) and write a
     prepared corpus directory: corpus.json, vocab.txt, train.npz and test.npz."""
     from ..corpus.prepare import PrepareOptions, prepare
     from ..corpus.tokenizer import DEFAULT_PATTERN
 
-    opts = PrepareOptions(format=fmt, stopwords=stopwords, min_count=min_count, min_df=min_df, max_df=max_df,
-                          test_fraction=test_fraction, seed=seed, vocab=vocab, encoding=encoding, errors=errors,
-                          token_pattern=DEFAULT_PATTERN if token_pattern is None else token_pattern, source_format=source_format,
-                          include=include)
+    opts = PrepareOptions(
+        format=fmt,
+        stopwords=stopwords,
+        min_count=min_count,
+        min_df=min_df,
+        max_df=max_df,
+        test_fraction=test_fraction,
+        seed=seed,
+        vocab=vocab,
+        encoding=encoding,
+        errors=errors,
+        token_pattern=DEFAULT_PATTERN if token_pattern is None else token_pattern,
+        source_format=source_format,
+        include=include,
+    )
     t0 = time.perf_counter()
     manifest = prepare(list(sources), out, opts, force=force)
     manifest["seconds"] = round(time.perf_counter() - t0, 3)

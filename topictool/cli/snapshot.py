@@ -1,4 +1,5 @@
 """topictool snapshot: a model file from a run, or imported from another tool."""
+
 import click
 
 from .common import COUNT, emit_json, force_option, json_option
@@ -33,20 +34,28 @@ def run_cmd(run, iteration, out, force, as_json):
     store.check_output_file(out, force, inputs=[run])
     snap = snapshot_of_run(run, iteration)
     snap.save(out)
-    result = {"output": out, "K": snap.K, "W": snap.W, "iteration": snap.meta.get("iteration"),
-              "model": snap.meta.get("model")}
+    result = {
+        "output": out,
+        "K": snap.K,
+        "W": snap.W,
+        "iteration": snap.meta.get("iteration"),
+        "model": snap.meta.get("model"),
+    }
     if as_json:
         emit_json(result)
     else:
-        click.echo(f"wrote {out}: {snap.meta.get('model')} at iteration {snap.meta.get('iteration')}, "
-                   f"K={snap.K}, W={snap.W}")
+        click.echo(
+            f"wrote {out}: {snap.meta.get('model')} at iteration {snap.meta.get('iteration')}, K={snap.K}, W={snap.W}"
+        )
 
 
 @command.command("import")
 @click.option("--from", "source", type=click.Choice(["hca", "mallet", "text"]), required=True)
 @click.argument("files", nargs=-1, required=True)
-@click.option("--vocab", help="Vocabulary to align the model to: a file (one word per line, or hca .words) or a "
-                             "prepared corpus directory.")
+@click.option(
+    "--vocab",
+    help="Vocabulary to align the model to: a file (one word per line, or hca .words) or a prepared corpus directory.",
+)
 @click.option("-o", "--output", "out", required=True, help="Snapshot .npz to write.")
 @force_option
 @json_option
@@ -76,13 +85,15 @@ def import_cmd(source, files, vocab, out, force, as_json):
         if len(files) > 2:
             raise InputError("--from hca takes STEM.phi (or STEM) and optionally the dictionary (.tokens/.words)")
         phi = files[0] if files[0].endswith(".phi") else files[0] + ".phi"
-        snap = importers.import_hca(phi, tokens_path=files[1] if len(files) > 1 else None, vocab_path=vocab,
-                                    report=notes)
+        snap = importers.import_hca(
+            phi, tokens_path=files[1] if len(files) > 1 else None, vocab_path=vocab, report=notes
+        )
     elif source == "mallet":
         if len(files) > 2:
             raise InputError("--from mallet takes the topic-word weights file and optionally the topic keys file")
-        snap = importers.import_mallet(files[0], keys_path=files[1] if len(files) > 1 else None, vocab_path=vocab,
-                                       report=notes)
+        snap = importers.import_mallet(
+            files[0], keys_path=files[1] if len(files) > 1 else None, vocab_path=vocab, report=notes
+        )
     else:
         if len(files) != 1:
             raise InputError("--from text takes one PREFIX (PREFIX.phi.txt, PREFIX.vocab.txt, ...)")

@@ -1,4 +1,5 @@
 """topictool synth: synthetic corpora with known truth (prepared directory + truth.npz)."""
+
 import functools
 
 import click
@@ -15,8 +16,14 @@ def command():
 def _common(f):
     @click.option("-o", "--output", "out", required=True, help="Corpus directory to create.")
     @click.option("--seed", default=1, show_default=True, type=SEED)
-    @click.option("--format", "fmt", type=click.Choice(["none", "ldac", "uci", "both"]), default="none",
-                  show_default=True, help="Also export LdaC and/or UCI files.")
+    @click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["none", "ldac", "uci", "both"]),
+        default="none",
+        show_default=True,
+        help="Also export LdaC and/or UCI files.",
+    )
     @force_option
     @json_option
     @functools.wraps(f)
@@ -29,7 +36,6 @@ def _common(f):
 def _write(name, params, out, fmt, force, as_json, generated):
     """Check the output, generate (``generated()``), write the corpus directory with truth.npz."""
     from .. import store
-
     from ..corpus.prepare import save_corpus_dir
     from .prepare import show_manifest
 
@@ -68,23 +74,37 @@ def bars_cmd(documents, test_documents, length, alpha, side, out, seed, fmt, for
 @click.option("-V", "--vocab-size", default=500, show_default=True, type=POSITIVE)
 @click.option("--documents", default=1000, show_default=True, type=POSITIVE)
 @click.option("--test-documents", default=100, show_default=True, type=COUNT)
-@click.option("--length", default=100, show_default=True, type=POSITIVE, help="Words per document (mean if --poisson-length).")
+@click.option(
+    "--length", default=100, show_default=True, type=POSITIVE, help="Words per document (mean if --poisson-length)."
+)
 @click.option("--alpha", default="0.1", show_default=True, help="Symmetric value, or K comma-separated values.")
 @click.option("--beta", default=0.01, show_default=True, type=float)
 @click.option("--poisson-length", is_flag=True, help="Draw document lengths from Poisson(--length).")
 @_common
-def lda_cmd(topics, vocab_size, documents, test_documents, length, alpha, beta, poisson_length, out, seed, fmt,
-            force, as_json):
+def lda_cmd(
+    topics, vocab_size, documents, test_documents, length, alpha, beta, poisson_length, out, seed, fmt, force, as_json
+):
     """The LDA generative process."""
     from ..synth import lda
 
-    params = dict(topics=topics, vocab_size=vocab_size, documents=documents, test_documents=test_documents,
-                  length=length, alpha=alpha, beta=beta, poisson_length=poisson_length, seed=seed)
+    params = dict(
+        topics=topics,
+        vocab_size=vocab_size,
+        documents=documents,
+        test_documents=test_documents,
+        length=length,
+        alpha=alpha,
+        beta=beta,
+        poisson_length=poisson_length,
+        seed=seed,
+    )
     _write("lda", params, out, fmt, force, as_json, lambda: lda(**params))
 
 
 @command.command("hdp")
-@click.option("-T", "--truncation", default=50, show_default=True, type=POSITIVE, help="Number of stick-breaking topics.")
+@click.option(
+    "-T", "--truncation", default=50, show_default=True, type=POSITIVE, help="Number of stick-breaking topics."
+)
 @click.option("--gamma", default=5.0, show_default=True, type=float, help="GEM concentration of the global weights.")
 @click.option("--alpha", default=1.0, show_default=True, type=float, help="Document-level DP concentration.")
 @click.option("--eta", default=0.05, show_default=True, type=float, help="Dirichlet parameter of the topics.")
@@ -93,13 +113,23 @@ def lda_cmd(topics, vocab_size, documents, test_documents, length, alpha, beta, 
 @click.option("--test-documents", default=100, show_default=True, type=COUNT)
 @click.option("--length", default=100, show_default=True, type=POSITIVE)
 @_common
-def hdp_cmd(truncation, gamma, alpha, eta, vocab_size, documents, test_documents, length, out, seed, fmt, force,
-            as_json):
+def hdp_cmd(
+    truncation, gamma, alpha, eta, vocab_size, documents, test_documents, length, out, seed, fmt, force, as_json
+):
     """Truncated HDP: GEM(gamma) global weights, documents DP(alpha) over them."""
     from ..synth import hdp
 
-    params = dict(truncation=truncation, gamma=gamma, alpha=alpha, eta=eta, vocab_size=vocab_size,
-                  documents=documents, test_documents=test_documents, length=length, seed=seed)
+    params = dict(
+        truncation=truncation,
+        gamma=gamma,
+        alpha=alpha,
+        eta=eta,
+        vocab_size=vocab_size,
+        documents=documents,
+        test_documents=test_documents,
+        length=length,
+        seed=seed,
+    )
     _write("hdp", params, out, fmt, force, as_json, lambda: hdp(**params))
 
 
@@ -111,19 +141,57 @@ def hdp_cmd(truncation, gamma, alpha, eta, vocab_size, documents, test_documents
 @click.option("--length", default=100, show_default=True, type=POSITIVE, help="Words per document.")
 @click.option("--alpha", default=1.0, show_default=True, type=float, help="Dirichlet parameter of each active topic.")
 @click.option("--beta", default=0.5, show_default=True, type=float, help="Dirichlet parameter of each active word.")
-@click.option("--eta", default=5.0, show_default=True, type=float,
-              help="IBP mass over documents: about this many active topics per document.")
+@click.option(
+    "--eta",
+    default=5.0,
+    show_default=True,
+    type=float,
+    help="IBP mass over documents: about this many active topics per document.",
+)
 @click.option("--delta", default=1.0, show_default=True, type=float, help="IBP concentration over documents.")
-@click.option("--gamma", default=50.0, show_default=True, type=float,
-              help="IBP mass over topics: about this many active words per topic.")
+@click.option(
+    "--gamma",
+    default=50.0,
+    show_default=True,
+    type=float,
+    help="IBP mass over topics: about this many active words per topic.",
+)
 @click.option("--lambda", "lam", default=1.0, show_default=True, type=float, help="IBP concentration over topics.")
 @_common
-def lida_cmd(topics, vocab_size, documents, test_documents, length, alpha, beta, eta, delta, gamma, lam, out, seed,
-             fmt, force, as_json):
+def lida_cmd(
+    topics,
+    vocab_size,
+    documents,
+    test_documents,
+    length,
+    alpha,
+    beta,
+    eta,
+    delta,
+    gamma,
+    lam,
+    out,
+    seed,
+    fmt,
+    force,
+    as_json,
+):
     """The LIDA generative process: sparse topic proportions (theta_bar) and sparse topics (phi_bar).
     truth.npz also holds theta_bar, phi_bar (K x V) and their densities."""
     from ..synth_lida import lida
 
-    params = dict(topics=topics, vocab_size=vocab_size, documents=documents, test_documents=test_documents,
-                  length=length, alpha=alpha, beta=beta, eta=eta, delta=delta, gamma=gamma, lam=lam, seed=seed)
+    params = dict(
+        topics=topics,
+        vocab_size=vocab_size,
+        documents=documents,
+        test_documents=test_documents,
+        length=length,
+        alpha=alpha,
+        beta=beta,
+        eta=eta,
+        delta=delta,
+        gamma=gamma,
+        lam=lam,
+        seed=seed,
+    )
     _write("lida", params, out, fmt, force, as_json, lambda: lida(**params))

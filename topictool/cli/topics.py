@@ -1,4 +1,5 @@
 """topictool topics: the top words of each topic."""
+
 from pathlib import Path
 
 import click
@@ -10,12 +11,22 @@ from .common import POSITIVE, force_option, json_option
 @click.command("topics", short_help="Top words of each topic.")
 @click.argument("model")
 @click.option("--top", default=10, show_default=True, type=POSITIVE, help="Words per topic.")
-@click.option("--rank", type=click.Choice(["term-score", "prob", "lift"]), default="term-score", show_default=True,
-              help="term-score (Blei & Lafferty 2009), prob (phi), or lift (phi / corpus word probability).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "txt"]), default=None,
-              help="table (default on stdout), json, csv, or txt: one topic per line, words separated by "
-                   "spaces (pmi --topics reads it). With -o the default comes from the file's suffix "
-                   "(.json, .csv, else txt).")
+@click.option(
+    "--rank",
+    type=click.Choice(["term-score", "prob", "lift"]),
+    default="term-score",
+    show_default=True,
+    help="term-score (Blei & Lafferty 2009), prob (phi), or lift (phi / corpus word probability).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "csv", "txt"]),
+    default=None,
+    help="table (default on stdout), json, csv, or txt: one topic per line, words separated by "
+    "spaces (pmi --topics reads it). With -o the default comes from the file's suffix "
+    "(.json, .csv, else txt).",
+)
 @click.option("-o", "--output", "out", help="Write to this file (atomically) instead of stdout.")
 @force_option
 @json_option

@@ -1,4 +1,5 @@
 """topictool train: fit a model, checkpointed; --resume continues exactly."""
+
 import click
 
 from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, force_option, json_option, parse_key_values, print_table
@@ -7,29 +8,74 @@ from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, force_option, jso
 @click.command("train", short_help="Train a topic model (checkpointed; --resume continues exactly).")
 @click.argument("corpus", required=False)
 @click.option("-m", "--model", help="Model name (see --list-models).")
-@click.option("-K", "--topics", "K", type=POSITIVE, help="Number of topics (truncation level for non-parametric models). [default: 100]")
-@click.option("-n", "--iterations", type=COUNT, help="Iterations to run (with --resume: how many more). [default: 1000]")
+@click.option(
+    "-K",
+    "--topics",
+    "K",
+    type=POSITIVE,
+    help="Number of topics (truncation level for non-parametric models). [default: 100]",
+)
+@click.option(
+    "-n", "--iterations", type=COUNT, help="Iterations to run (with --resume: how many more). [default: 1000]"
+)
 @click.option("--seed", type=SEED, help="Random seed. [default: 1]")
 @click.option("-o", "--output", "out", help="Run directory to create.")
-@click.option("--config", "config", type=click.Path(dir_okay=False), help="TOML file: model, K, iterations, seed, [options].")
+@click.option(
+    "--config", "config", type=click.Path(dir_okay=False), help="TOML file: model, K, iterations, seed, [options]."
+)
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Set a model option (repeatable).")
 @click.option("--threads", type=THREADS, help="Worker threads. [default: 1]")
 @click.option("--test", help="Test corpus for periodic document-completion perplexity.")
 @click.option("--eval-every", default=0, type=COUNT, help="Evaluate on --test every N iterations.")
 @click.option("--holdout", default="every:5", show_default=True, help="Hold-out of test documents for --test.")
-@click.option("--allow-oov", is_flag=True,
-              help="Let --test hold words the training vocabulary lacks (they are dropped and counted).")
-@click.option("--checkpoint-every", default=50, show_default=True, type=COUNT, help="Checkpoint every N iterations (0: only at the end).")
+@click.option(
+    "--allow-oov",
+    is_flag=True,
+    help="Let --test hold words the training vocabulary lacks (they are dropped and counted).",
+)
+@click.option(
+    "--checkpoint-every",
+    default=50,
+    show_default=True,
+    type=COUNT,
+    help="Checkpoint every N iterations (0: only at the end).",
+)
 @click.option("--keep-checkpoints", default=3, show_default=True, type=COUNT)
-@click.option("--log-every", default=10, show_default=True, type=COUNT,
-              help="Log-likelihood and a progress line every N iterations (when not on a terminal).")
+@click.option(
+    "--log-every",
+    default=10,
+    show_default=True,
+    type=COUNT,
+    help="Log-likelihood and a progress line every N iterations (when not on a terminal).",
+)
 @click.option("--resume", "resume_run", type=click.Path(file_okay=False), help="Continue the run in this directory.")
 @click.option("--debug-checks", is_flag=True, help="Verify count invariants after every iteration (slow).")
 @click.option("--list-models", is_flag=True, help="List model names and exit.")
 @force_option
 @json_option
-def command(corpus, model, K, iterations, seed, out, config, sets, threads, test, eval_every, holdout, allow_oov,
-            checkpoint_every, keep_checkpoints, log_every, resume_run, debug_checks, list_models, force, as_json):
+def command(
+    corpus,
+    model,
+    K,
+    iterations,
+    seed,
+    out,
+    config,
+    sets,
+    threads,
+    test,
+    eval_every,
+    holdout,
+    allow_oov,
+    checkpoint_every,
+    keep_checkpoints,
+    log_every,
+    resume_run,
+    debug_checks,
+    list_models,
+    force,
+    as_json,
+):
     """Train MODEL on CORPUS (a prepared directory, or an LdaC / UCI file) into the run
     directory OUTPUT: run.json, checkpoints/, model.npz (latest snapshot), metrics.jsonl.
     SIGTERM or Ctrl-C checkpoints and exits 0; `train --resume RUN [-n MORE]` continues."""
@@ -70,21 +116,32 @@ def command(corpus, model, K, iterations, seed, out, config, sets, threads, test
             raise InputError(f"-K must be at least 1, got {K}")
         options["K"] = K
         spec, _ = training.resolve_spec(
-            corpus, model,
+            corpus,
+            model,
             iterations if iterations is not None else cfg_top.get("iterations", 1000),
             seed if seed is not None else cfg_top.get("seed", 1),
             threads if threads is not None else cfg_top.get("threads", 1),
-            options, test=test, eval_every=eval_every, holdout=holdout, allow_oov=allow_oov,
+            options,
+            test=test,
+            eval_every=eval_every,
+            holdout=holdout,
+            allow_oov=allow_oov,
             checkpoint_every=checkpoint_every,
-            keep_checkpoints=keep_checkpoints, log_every=log_every, debug_checks=debug_checks)
+            keep_checkpoints=keep_checkpoints,
+            log_every=log_every,
+            debug_checks=debug_checks,
+        )
         summary = training.train(spec, out, force=force)
     if as_json:
         emit_json(summary)
     else:
         last = summary.get("last", {})
-        rows = [("run", summary["run"]), ("model", summary["model"]),
-                ("iterations", f"{summary['iterations_done']} / {summary['iterations_target']}"),
-                ("seconds", summary["seconds_total"])]
+        rows = [
+            ("run", summary["run"]),
+            ("model", summary["model"]),
+            ("iterations", f"{summary['iterations_done']} / {summary['iterations_target']}"),
+            ("seconds", summary["seconds_total"]),
+        ]
         for key in ("tokens_per_s", "log_likelihood", "test_perplexity"):
             if key in last and last[key] is not None:
                 rows.append((key.replace("_", " "), last[key]))

@@ -1,4 +1,5 @@
 """The Corpus type: documents as CSR rows of (word id, count) over a vocabulary."""
+
 import hashlib
 from dataclasses import dataclass
 

@@ -17,6 +17,7 @@ models evaluated on the same TEST with the same seed see the same held-out
 tokens (models with different vocabularies drop their own out-of-vocabulary
 tokens afterwards; see evaluate/perplexity.py).
 """
+
 import re
 from dataclasses import dataclass
 
@@ -29,8 +30,8 @@ _SPEC = re.compile(r"^\s*(every|fraction)\s*:\s*([^\s]+)\s*$")
 
 @dataclass(frozen=True)
 class HoldoutSpec:
-    kind: str      # "every" or "fraction"
-    value: float   # N (an int >= 2) or F (0 < F < 1)
+    kind: str  # "every" or "fraction"
+    value: float  # N (an int >= 2) or F (0 < F < 1)
 
     def __str__(self):
         return f"{self.kind}:{int(self.value) if self.kind == 'every' else self.value:g}"
@@ -50,8 +51,9 @@ def parse_holdout(spec):
         except ValueError:
             raise InputError(f"--holdout {spec!r}: N must be an integer >= 2") from None
         if not 2 <= n < 2**31:
-            raise InputError(f"--holdout {spec!r}: N must be an integer >= 2 and < 2**31 (every:1 would hold out "
-                             f"everything)")
+            raise InputError(
+                f"--holdout {spec!r}: N must be an integer >= 2 and < 2**31 (every:1 would hold out everything)"
+            )
         return HoldoutSpec("every", n)
     try:
         f = float(raw)
@@ -92,8 +94,12 @@ class HoldoutSplit:
 
     def map_words(self, mapping):
         """Replace every word id w by mapping[w] (all tokens must map to >= 0)."""
-        return HoldoutSplit(self.observed_ptr, mapping[self.observed_words].astype(np.int32),
-                            self.heldout_ptr, mapping[self.heldout_words].astype(np.int32))
+        return HoldoutSplit(
+            self.observed_ptr,
+            mapping[self.observed_words].astype(np.int32),
+            self.heldout_ptr,
+            mapping[self.heldout_words].astype(np.int32),
+        )
 
 
 def _filter(ptr, words, keep):

@@ -1,4 +1,5 @@
 """LdaC (Blei's lda-c) format: one document per line, `M id:count id:count ...`, ids 0-based."""
+
 from array import array
 
 import numpy as np
@@ -7,7 +8,6 @@ from .. import store
 from ..errors import InputError
 from .corpus import from_triples
 from .sources import read_lines
-
 
 _MAX_COUNT = 2**31 - 1
 
@@ -47,8 +47,9 @@ def read_ldac(path, vocab, encoding="utf-8"):
         D += 1
     if D == 0:
         raise InputError("no documents", path)
-    return from_triples(np.frombuffer(docs, np.int64), np.frombuffer(words, np.int64),
-                        np.frombuffer(counts, np.int64), D, vocab)
+    return from_triples(
+        np.frombuffer(docs, np.int64), np.frombuffer(words, np.int64), np.frombuffer(counts, np.int64), D, vocab
+    )
 
 
 def write_ldac(corpus, path):

@@ -1,4 +1,5 @@
 """`topictool prepare`: sources -> pruned vocabulary -> train/test split -> prepared directory."""
+
 import zipfile
 from array import array
 from collections import Counter
@@ -19,19 +20,19 @@ from .vocabulary import drop_empty_documents, prune, read_vocab, select_words, w
 
 @dataclass
 class PrepareOptions:
-    format: str = "none"           # none | ldac | uci | both: exports beside the arrays
-    stopwords: str = None          # english | none | FILE; default english for text, none for bags
+    format: str = "none"  # none | ldac | uci | both: exports beside the arrays
+    stopwords: str = None  # english | none | FILE; default english for text, none for bags
     min_count: int = 5
     min_df: int = 1
     max_df: float = 1.0
     test_fraction: float = 0.2
     seed: int = 1
-    vocab: str = None              # fixed vocabulary for text; the vocabulary of an LdaC/UCI source
+    vocab: str = None  # fixed vocabulary for text; the vocabulary of an LdaC/UCI source
     encoding: str = "utf-8"
     errors: str = "strict"
     token_pattern: str = DEFAULT_PATTERN
-    source_format: str = "auto"    # auto | files | lines | ldac | uci
-    include: str = "*"             # file-name pattern for directories and zips
+    source_format: str = "auto"  # auto | files | lines | ldac | uci
+    include: str = "*"  # file-name pattern for directories and zips
 
 
 def source_kind(path, source_format="auto"):
@@ -211,8 +212,12 @@ class _BagBuilder:
         self.doc_ptr.append(len(self.word_ids))
 
     def corpus(self):
-        return Corpus(np.frombuffer(self.doc_ptr, np.int64).copy(), np.frombuffer(self.word_ids, np.int32).copy(),
-                      np.frombuffer(self.counts, np.int32).copy(), tuple(self.words))
+        return Corpus(
+            np.frombuffer(self.doc_ptr, np.int64).copy(),
+            np.frombuffer(self.word_ids, np.int32).copy(),
+            np.frombuffer(self.counts, np.int32).copy(),
+            tuple(self.words),
+        )
 
 
 def _concat(parts):
@@ -223,8 +228,12 @@ def _concat(parts):
     for p in parts[1:]:
         ptrs.append(p.doc_ptr[1:] + offset)
         offset += p.doc_ptr[-1]
-    return Corpus(np.concatenate(ptrs), np.concatenate([p.word_ids for p in parts]),
-                  np.concatenate([p.counts for p in parts]), parts[0].vocab)
+    return Corpus(
+        np.concatenate(ptrs),
+        np.concatenate([p.word_ids for p in parts]),
+        np.concatenate([p.counts for p in parts]),
+        parts[0].vocab,
+    )
 
 
 __all__ = ["PrepareOptions", "prepare", "build_corpus", "save_corpus_dir", "select_words"]

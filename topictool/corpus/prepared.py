@@ -1,4 +1,5 @@
 """The prepared corpus directory (DESIGN.md) and `load_corpus`, which accepts any CORPUS."""
+
 import json
 from pathlib import Path
 
@@ -13,8 +14,12 @@ FORMAT_VERSION = 1
 
 
 def save_arrays(corpus, path):
-    store.write_npz(path, doc_ptr=corpus.doc_ptr.astype(np.int64), word_ids=corpus.word_ids.astype(np.int32),
-                    counts=corpus.counts.astype(np.int32))
+    store.write_npz(
+        path,
+        doc_ptr=corpus.doc_ptr.astype(np.int64),
+        word_ids=corpus.word_ids.astype(np.int32),
+        counts=corpus.counts.astype(np.int32),
+    )
 
 
 def load_prepared(directory, part="train"):

@@ -1,4 +1,5 @@
 """Opening input files: .gz and .bz2 transparently, decoding with line numbers."""
+
 import bz2
 import gzip
 import os
@@ -51,8 +52,9 @@ class CheckedStream:
         except DECOMPRESSION_ERRORS as e:
             if isinstance(e, InputError):
                 raise
-            raise InputError(f"not a readable compressed file (damaged, or not {self.what} data: {e})",
-                             self.path) from None
+            raise InputError(
+                f"not a readable compressed file (damaged, or not {self.what} data: {e})", self.path
+            ) from None
 
     def read(self, *args):
         return self._call(self._f.read, *args)

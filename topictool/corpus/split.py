@@ -1,4 +1,5 @@
 """Seeded train/test split by documents."""
+
 import numpy as np
 
 from ..errors import InputError

@@ -1,4 +1,5 @@
 """Plain-text sources: a directory of files, a .zip of files, or one document per line."""
+
 import fnmatch
 import os
 import zipfile
@@ -31,8 +32,7 @@ def iter_text_documents(path, kind, encoding="utf-8", errors="strict", include="
         except (zipfile.BadZipFile, OSError) as e:
             raise InputError(f"not a readable zip file: {e}", path) from None
         with zf:
-            names = sorted(i.filename for i in zf.infolist()
-                           if not i.is_dir() and _included(i.filename, include))
+            names = sorted(i.filename for i in zf.infolist() if not i.is_dir() and _included(i.filename, include))
             for name in names:
                 try:
                     raw = zf.read(name)

@@ -1,4 +1,5 @@
 """Tokenizer and stop words."""
+
 import re
 from importlib import resources
 from pathlib import Path
@@ -22,8 +23,10 @@ class Tokenizer:
             raise InputError(f"--token-pattern {pattern!r} has capturing groups; write (?:...) instead of (...)")
         probe = "ab c1 d-e f'g \u00e9. h\n"
         if self._regex.fullmatch("") is not None or any(m.end() == m.start() for m in self._regex.finditer(probe)):
-            raise InputError(f"--token-pattern {pattern!r} matches the empty string (every position would be a "
-                             f"token); use + instead of *")
+            raise InputError(
+                f"--token-pattern {pattern!r} matches the empty string (every position would be a "
+                f"token); use + instead of *"
+            )
         self.pattern = pattern
         self.lowercase = lowercase
 

@@ -1,4 +1,5 @@
 """UCI bag-of-words: docword.X.txt (3-line header D, W, NNZ; then `doc word count`, 1-based)."""
+
 import itertools
 import re
 
@@ -36,7 +37,9 @@ def read_uci(path, vocab):
             try:
                 header.append(int(decode(raw, path, i + 1).strip()))
             except ValueError:
-                raise InputError("UCI header: expected an integer (D, W, NNZ on the first 3 lines)", path, i + 1) from None
+                raise InputError(
+                    "UCI header: expected an integer (D, W, NNZ on the first 3 lines)", path, i + 1
+                ) from None
         D, W, NNZ = header
         if W != W_vocab:
             raise InputError(f"UCI header says W={W} but the vocabulary has {W_vocab} words", path, 2)
@@ -57,7 +60,10 @@ def read_uci(path, vocab):
             parts_c.append(trip[:, 2])
     if seen != NNZ:
         raise InputError(f"UCI header says NNZ={NNZ} but the body has {seen} entries", path, 3)
-    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64))
+
+    def cat(xs):
+        return np.concatenate(xs) if xs else np.zeros(0, np.int64)
+
     return from_triples(cat(parts_d), cat(parts_w), cat(parts_c), D, vocab)
 
 
@@ -70,13 +76,18 @@ def _parse_block(lines, path, first_lineno, D, W):
         if len(fields) != 3 * nonblank:
             raise ValueError
         trip = np.array(fields, dtype=np.int64).reshape(-1, 3) if fields else np.zeros((0, 3), np.int64)
-        if len(trip) and (trip[:, 0].min() < 1 or trip[:, 0].max() > D or trip[:, 1].min() < 1
-                          or trip[:, 1].max() > W or trip[:, 2].min() < 0):
+        if len(trip) and (
+            trip[:, 0].min() < 1
+            or trip[:, 0].max() > D
+            or trip[:, 1].min() < 1
+            or trip[:, 1].max() > W
+            or trip[:, 2].min() < 0
+        ):
             raise ValueError
         return trip
     except (ValueError, OverflowError):
         _scan(lines, path, first_lineno, D, W)
-        raise InputError("malformed UCI body", path, first_lineno)  # not reached: _scan raises
+        raise InputError("malformed UCI body", path, first_lineno) from None  # not reached: _scan raises
 
 
 def _scan(lines, path, first_lineno, D, W):
@@ -108,8 +119,14 @@ def write_uci(corpus, docword_path, vocab_path):
         block = 1 << 18
         for lo in range(0, corpus.nnz, block):
             hi = min(lo + block, corpus.nnz)
-            f.write("".join(f"{d} {w} {c}\n" for d, w, c in zip(
-                rows[lo:hi].tolist(), (corpus.word_ids[lo:hi] + 1).tolist(), corpus.counts[lo:hi].tolist())))
+            f.write(
+                "".join(
+                    f"{d} {w} {c}\n"
+                    for d, w, c in zip(
+                        rows[lo:hi].tolist(), (corpus.word_ids[lo:hi] + 1).tolist(), corpus.counts[lo:hi].tolist()
+                    )
+                )
+            )
     store.write_text(vocab_path, "".join(w + "\n" for w in corpus.vocab))
 
 

@@ -1,4 +1,5 @@
 """Vocabulary files, pruning and re-mapping of word ids."""
+
 import numpy as np
 
 from .. import store

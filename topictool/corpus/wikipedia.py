@@ -41,6 +41,7 @@ The result is then tokenized with the same Tokenizer as ``topictool prepare``.
 Bytes that are not valid UTF-8 are replaced (U+FFFD) rather than stopping a
 many-hour pass over a dump.
 """
+
 import bz2
 import gzip
 import html
@@ -197,12 +198,12 @@ def _page_wikitext(raw):
     if start < 0:
         return ""
     gt = raw.find(b">", start)
-    if gt < 0 or raw[gt - 1:gt] == b"/":
+    if gt < 0 or raw[gt - 1 : gt] == b"/":
         return ""
     end = raw.rfind(b"</text>")
     if end < gt:
         return ""
-    body = raw[gt + 1:end].decode("utf-8", "replace")
+    body = raw[gt + 1 : end].decode("utf-8", "replace")
     return html.unescape(body) if "&" in body else body
 
 
@@ -238,9 +239,11 @@ def iter_articles(path):
 # markup
 
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
-_DROP_ELEMENTS = ("ref|references|math|chem|ce|gallery|timeline|graph|hiero|imagemap|score|"
-                  "syntaxhighlight|source|templatedata|mapframe")
-_DROPPED = re.compile(r"<(%s)\b(?:[^>]*?/>|[^>]*>.*?(?:</\1\s*>|\Z))" % _DROP_ELEMENTS, re.S | re.I)
+_DROP_ELEMENTS = (
+    "ref|references|math|chem|ce|gallery|timeline|graph|hiero|imagemap|score|"
+    "syntaxhighlight|source|templatedata|mapframe"
+)
+_DROPPED = re.compile(rf"<({_DROP_ELEMENTS})\b(?:[^>]*?/>|[^>]*>.*?(?:</\1\s*>|\Z))", re.S | re.I)
 _TEMPLATE_BRACES = re.compile(r"\{\{|\}\}")
 _TABLE_BRACES = re.compile(r"\{\||\|\}")
 _LINK = re.compile(r"\[\[([^\[\]]*)\]\]")
@@ -275,14 +278,14 @@ def _remove_nested(text, pattern, opener):
     for m in pattern.finditer(text):
         if m.group() == opener:
             if depth == 0:
-                out.append(text[last:m.start()])
+                out.append(text[last : m.start()])
             depth += 1
         elif depth > 0:
             depth -= 1
             if depth == 0:
                 last = m.end()
         else:  # a stray closer outside any region
-            out.append(text[last:m.start()])
+            out.append(text[last : m.start()])
             last = m.end()
     if depth == 0:
         out.append(text[last:])

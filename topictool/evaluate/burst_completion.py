@@ -28,6 +28,7 @@ Determinism: document d uses its own random stream seeded from (seed, d) with
 topictool.kernels.rng.seed_row, results are summed in document order: identical for any
 number of threads.
 """
+
 import time
 
 import numba
@@ -112,8 +113,9 @@ def _burst_document(phi_wk, alpha, b_psi, a_psi, R, obs, held, burn_in, samples,
                 p = 0.0
                 for k in range(K):
                     theta = (ndk[k] + alpha[k]) * norm
-                    cache = (nw[lw, k] - a_psi * sw[lw, k] + (b_psi[k] + a_psi * S_k[k]) * phi_wk[w, k]) \
-                        / (b_psi[k] + ndk[k])
+                    cache = (nw[lw, k] - a_psi * sw[lw, k] + (b_psi[k] + a_psi * S_k[k]) * phi_wk[w, k]) / (
+                        b_psi[k] + ndk[k]
+                    )
                     p += theta * cache
                 psum[j] += p
     ll = 0.0
@@ -123,17 +125,30 @@ def _burst_document(phi_wk, alpha, b_psi, a_psi, R, obs, held, burn_in, samples,
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _all_documents(phi_wk, alpha, b_psi, a_psi, R, obs_ptr, obs_words, held_ptr, held_words, burn_in, samples,
-                   seed, state, loglik):
+def _all_documents(
+    phi_wk, alpha, b_psi, a_psi, R, obs_ptr, obs_words, held_ptr, held_words, burn_in, samples, seed, state, loglik
+):
     D = obs_ptr.shape[0] - 1
     for d in prange(D):
         seed_row(state, d, seed, d)
-        loglik[d] = _burst_document(phi_wk, alpha, b_psi, a_psi, R, obs_words[obs_ptr[d]:obs_ptr[d + 1]],
-                                    held_words[held_ptr[d]:held_ptr[d + 1]], burn_in, samples, state, d)
+        loglik[d] = _burst_document(
+            phi_wk,
+            alpha,
+            b_psi,
+            a_psi,
+            R,
+            obs_words[obs_ptr[d] : obs_ptr[d + 1]],
+            held_words[held_ptr[d] : held_ptr[d + 1]],
+            burn_in,
+            samples,
+            state,
+            d,
+        )
 
 
-def burst_document_completion(snapshot, test_corpus, holdout="every:5", burn_in=10, samples=40, seed=1, threads=1,
-                              allow_oov=False):
+def burst_document_completion(
+    snapshot, test_corpus, holdout="every:5", burn_in=10, samples=40, seed=1, threads=1, allow_oov=False
+):
     """Burst-aware document-completion perplexity of a snapshot with burst_concentration and
     burst_discount; returns the keys of ``document_completion`` (perplexity,
     log_likelihood_per_token, heldout_tokens, documents, ...)."""
@@ -166,7 +181,7 @@ def burst_document_completion(snapshot, test_corpus, holdout="every:5", burn_in=
     # the burst table needs n up to the largest count of one word among a document's observed tokens
     max_count = 1
     for d in range(D):
-        words = split.observed_words[split.observed_ptr[d]:split.observed_ptr[d + 1]]
+        words = split.observed_words[split.observed_ptr[d] : split.observed_ptr[d + 1]]
         if len(words):
             max_count = max(max_count, int(np.bincount(words).max()))
     table = StirlingTable(a_psi, max_count + 2, t_cap=max_count + 2)
@@ -176,12 +191,37 @@ def burst_document_completion(snapshot, test_corpus, holdout="every:5", burn_in=
     before = numba.get_num_threads()
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
     try:
-        _all_documents(phi_wk, alpha, b_psi, a_psi, table.R, split.observed_ptr, split.observed_words,
-                       split.heldout_ptr, split.heldout_words, np.int64(burn_in), np.int64(samples),
-                       np.int64(seed & 0x7FFFFFFFFFFFFFFF), state, loglik)
+        _all_documents(
+            phi_wk,
+            alpha,
+            b_psi,
+            a_psi,
+            table.R,
+            split.observed_ptr,
+            split.observed_words,
+            split.heldout_ptr,
+            split.heldout_words,
+            np.int64(burn_in),
+            np.int64(samples),
+            np.int64(seed & 0x7FFFFFFFFFFFFFFF),
+            state,
+            loglik,
+        )
     finally:
         numba.set_num_threads(before)
 
-    return summarise(loglik, split, D, oov, oov_held, method="gibbs-burst", holdout=str(spec), burn_in=burn_in,
-                     samples=samples, seed=int(seed), threads=threads, burst_discount=a_psi,
-                     seconds=time.perf_counter() - started)
+    return summarise(
+        loglik,
+        split,
+        D,
+        oov,
+        oov_held,
+        method="gibbs-burst",
+        holdout=str(spec),
+        burn_in=burn_in,
+        samples=samples,
+        seed=int(seed),
+        threads=threads,
+        burst_discount=a_psi,
+        seconds=time.perf_counter() - started,
+    )

@@ -44,6 +44,7 @@ writes: words, or integer word ids of ``--vocab``; or hca's ``.toplst``,
 ``k: id id ...``, whose topic numbers are kept and whose root topic ``-1`` is
 skipped as hca does), the first ``top`` words of each line.
 """
+
 import io
 import math
 import re
@@ -124,9 +125,12 @@ class PmiFilePairs:
 
     def matrix(self, ids, normalized=False):
         if normalized:
-            raise InputError("--normalized (NPMI) needs a co-occurrence reference (REF.npz from `topictool "
-                             "cooc`); a .pmi file holds PMI values only (if it already holds NPMI, omit "
-                             "--normalized)", self.path)
+            raise InputError(
+                "--normalized (NPMI) needs a co-occurrence reference (REF.npz from `topictool "
+                "cooc`); a .pmi file holds PMI values only (if it already holds NPMI, omit "
+                "--normalized)",
+                self.path,
+            )
         N = len(ids)
         out = np.zeros((N, N))
         for a in range(N):
@@ -257,7 +261,7 @@ class Topic:
     index: int
     words: list
     weight: float = None
-    ids: list = None          # word ids when given by id (hca .toplst)
+    ids: list = None  # word ids when given by id (hca .toplst)
 
 
 _TOPLST = re.compile(r"^\s*(-?\d+)\s*:")
@@ -297,7 +301,7 @@ def read_topics(path, top=None, vocab=None):
             k = int(m.group(1))
             if k < 0:  # hca's root topic
                 continue
-            toks = line[m.end():].split()
+            toks = line[m.end() :].split()
             if top:
                 toks = toks[:top]
             ids = [_token_id(t, None, vocab, path, n) for t in toks]
@@ -363,13 +367,22 @@ def score_topics(topics, pairs, convention="newman", normalized=False):
             pairs.matrix([], normalized=True)  # raises the explanation
         pairs.load(set(int(i) for row in ids for i in row if i >= 0))
         if not pairs.values and any(len(t.words) > 1 for t in topics):
-            raise InputError("not one pair of the topics' words is in this file: is --vocab the vocabulary it was "
-                             "made with?", pairs.path)
+            raise InputError(
+                "not one pair of the topics' words is in this file: is --vocab the vocabulary it was made with?",
+                pairs.path,
+            )
     rows = []
     for t, tid in zip(topics, ids):
         M = pairs.matrix(tid, normalized)
-        rows.append({"index": t.index, "score": topic_score(M, convention), "words": list(t.words),
-                     "weight": t.weight, "missing": [w for w, i in zip(t.words, tid) if i < 0]})
+        rows.append(
+            {
+                "index": t.index,
+                "score": topic_score(M, convention),
+                "words": list(t.words),
+                "weight": t.weight,
+                "missing": [w for w, i in zip(t.words, tid) if i < 0],
+            }
+        )
     scores = np.array([r["score"] for r in rows])
     mean = float(scores.mean()) if len(rows) else None
     weighted = None
@@ -387,8 +400,9 @@ def model_topics(snapshot, top=10, rank="prob"):
     return [Topic(k, list(words), weight=float(wt)) for k, wt, words, _ in top_words(snapshot, top, rank)]
 
 
-def coherence(reference, topics=None, model=None, vocab=None, top=10, rank="prob", convention="newman",
-              normalized=False):
+def coherence(
+    reference, topics=None, model=None, vocab=None, top=10, rank="prob", convention="newman", normalized=False
+):
     """Score a model (path) or a topics file (path) against a reference (REF.npz or .pmi file).
 
     ``vocab``: path of a vocabulary (one word per line, or hca ``.words``) for
@@ -416,16 +430,23 @@ def coherence(reference, topics=None, model=None, vocab=None, top=10, rank="prob
         topic_list = model_topics(snap, top, rank)
         if words is None and not _is_zip(Path(reference)) and Path(reference).exists():
             # the model's own word list is not necessarily the one the file's ids refer to
-            raise InputError("a .pmi reference holds word ids of the vocabulary it was made with: give that "
-                             "vocabulary with --vocab", reference)
+            raise InputError(
+                "a .pmi reference holds word ids of the vocabulary it was made with: give that vocabulary with --vocab",
+                reference,
+            )
         pairs = open_pairs(reference, words)
     else:
         pairs = open_pairs(reference, words)
         topic_list = read_topics(topics, top, words)
     result = score_topics(topic_list, pairs, convention, normalized)
-    result.update(convention=convention, normalized=bool(normalized), top=int(top),
-                  rank=rank if model is not None else None, reference=str(reference),
-                  reference_kind=pairs.kind)
+    result.update(
+        convention=convention,
+        normalized=bool(normalized),
+        top=int(top),
+        rank=rank if model is not None else None,
+        reference=str(reference),
+        reference_kind=pairs.kind,
+    )
     if pairs.kind == "cooc":
         result["reference_window"] = pairs.ref.window
         result["reference_units"] = pairs.ref.units

@@ -72,6 +72,7 @@ and ``meta``, a 0-d string holding JSON: format, sources, options, totals.
 ``pair_keys``/``pair_counts`` are stored uncompressed so ``load_reference`` can
 memory-map them.
 """
+
 import contextlib
 import hashlib
 import itertools
@@ -127,8 +128,24 @@ def _insert(tkeys, tvals, mask, shift, key, c):
 
 
 @njit(cache=True, nogil=True)
-def count_units(ids, doc_ptr, start_doc, start_row, window, W, tkeys, tvals, shift, max_used,
-                word_units, cnt, enter, slot, present, acc):
+def count_units(
+    ids,
+    doc_ptr,
+    start_doc,
+    start_row,
+    window,
+    W,
+    tkeys,
+    tvals,
+    shift,
+    max_used,
+    word_units,
+    cnt,
+    enter,
+    slot,
+    present,
+    acc,
+):
     """Count the units (windows, or documents if window <= 0) of documents start_doc.. .
 
     ids: token ids (-1 outside the vocabulary), documents as CSR rows (doc_ptr).
@@ -329,8 +346,12 @@ def _merge_many(parts):
     while len(parts) > 1:
         a = parts.pop(0)
         b = parts.pop(0)
-        m = merge_sorted(np.ascontiguousarray(a[0], np.int64), np.ascontiguousarray(a[1], np.int64),
-                         np.ascontiguousarray(b[0], np.int64), np.ascontiguousarray(b[1], np.int64))
+        m = merge_sorted(
+            np.ascontiguousarray(a[0], np.int64),
+            np.ascontiguousarray(a[1], np.int64),
+            np.ascontiguousarray(b[0], np.int64),
+            np.ascontiguousarray(b[1], np.int64),
+        )
         parts.append(m)
         parts.sort(key=lambda p: len(p[0]))
     k, c = parts[0]
@@ -349,8 +370,9 @@ class PairCounter:
     pair arrays; ``flush(run_dir)`` writes them as run files and resets.
     """
 
-    def __init__(self, vocab, window=10, token_pattern=DEFAULT_PATTERN, table_bits=22, spill_entries=None,
-                 run_dir=None):
+    def __init__(
+        self, vocab, window=10, token_pattern=DEFAULT_PATTERN, table_bits=22, spill_entries=None, run_dir=None
+    ):
         self.vocab = tuple(vocab)
         self.W = len(self.vocab)
         self.index = {w: i for i, w in enumerate(self.vocab)}
@@ -425,9 +447,24 @@ class PairCounter:
         doc, row = 0, 0
         while doc < D:
             units_before = int(self._acc[1])
-            doc, row = count_units(ids, doc_ptr, doc, row, self.window, self.W, self._tkeys, self._tvals,
-                                   np.uint64(64 - self._bits), self._max_used, self.word_units, self._cnt,
-                                   self._enter, self._slot, self._present, self._acc)
+            doc, row = count_units(
+                ids,
+                doc_ptr,
+                doc,
+                row,
+                self.window,
+                self.W,
+                self._tkeys,
+                self._tvals,
+                np.uint64(64 - self._bits),
+                self._max_used,
+                self.word_units,
+                self._cnt,
+                self._enter,
+                self._slot,
+                self._present,
+                self._acc,
+            )
             self.units += int(self._acc[1]) - units_before
             self._acc[1] = 0
             if doc < D:
@@ -474,8 +511,13 @@ class PairCounter:
         runs = list(self._spilled)
         if len(keys):
             runs.append(write_run(run_dir, keys, counts))
-        out = {"runs": runs, "word_units": self.word_units, "units": self.units, "documents": self.documents,
-               "tokens": self.tokens}
+        out = {
+            "runs": runs,
+            "word_units": self.word_units,
+            "units": self.units,
+            "documents": self.documents,
+            "tokens": self.tokens,
+        }
         self._chunks = []
         self._spilled = []
         self.reset_totals()
@@ -499,7 +541,7 @@ def _write_raw(path, a):
     with store.atomic_open(path, "wb") as f:
         step = 1 << 22
         for i in range(0, len(a), step):
-            f.write(a[i:i + step].tobytes())
+            f.write(a[i : i + step].tobytes())
 
 
 def _open_run(run_dir, name):
@@ -531,7 +573,7 @@ def merge_runs(run_dir, names, write, chunk=1 << 22):
         for i, (k, c) in enumerate(runs):
             end = len(k) if hi is None else int(np.searchsorted(k, hi, side="left"))
             if end > pos[i]:
-                parts.append((np.array(k[pos[i]:end]), np.array(c[pos[i]:end])))
+                parts.append((np.array(k[pos[i] : end]), np.array(c[pos[i] : end])))
             pos[i] = end
         keys, counts = _merge_many(parts)
         if len(keys):
@@ -591,8 +633,9 @@ def source_kind(path, source_format="auto"):
         raise InputError("no such file or directory", path)
     if source_format == "wiki":
         if not is_dump(path):
-            raise InputError("not a MediaWiki XML dump (no <mediawiki> element at its start; damaged or not "
-                             "decompressible?)", path)
+            raise InputError(
+                "not a MediaWiki XML dump (no <mediawiki> element at its start; damaged or not decompressible?)", path
+            )
         return "wiki"
     if source_format == "lines":
         if path.is_dir():
@@ -607,11 +650,11 @@ def source_kind(path, source_format="auto"):
 
 @dataclass
 class _Batch:
-    source: int          # index of the input
-    kind: str            # 'pages' or 'texts'
+    source: int  # index of the input
+    kind: str  # 'pages' or 'texts'
     items: list
-    consumed: int        # units of the input it covers (pages, lines or files)
-    nbytes: int          # uncompressed bytes of the items
+    consumed: int  # units of the input it covers (pages, lines or files)
+    nbytes: int  # uncompressed bytes of the items
 
 
 def _iter_batches(index, path, kind, skip, opts, stats):
@@ -743,8 +786,15 @@ class _ProcessPool:
         self.tasks = [ctx.Queue() for _ in range(n)]
         self.inflight = [0] * n
         self.done = []
-        self.procs = [ctx.Process(target=_worker_main, args=(i, self.tasks[i], self.results, config, os.getpid()),
-                                  daemon=True, name=f"topictool-cooc-{i}") for i in range(n)]
+        self.procs = [
+            ctx.Process(
+                target=_worker_main,
+                args=(i, self.tasks[i], self.results, config, os.getpid()),
+                daemon=True,
+                name=f"topictool-cooc-{i}",
+            )
+            for i in range(n)
+        ]
         for p in self.procs:
             p.start()
 
@@ -756,7 +806,7 @@ class _ProcessPool:
             except queue.Empty:
                 dead = [p for p in self.procs if not p.is_alive()]
                 if dead:
-                    raise RuntimeError(f"cooc worker {dead[0].name} died (exit code {dead[0].exitcode})")
+                    raise RuntimeError(f"cooc worker {dead[0].name} died (exit code {dead[0].exitcode})") from None
                 if not block:
                     return None
         kind, wid, payload = msg
@@ -881,19 +931,19 @@ def state_dir_for(out):
 
 @dataclass
 class CoocOptions:
-    window: object = 10            # int w, or "doc"
+    window: object = 10  # int w, or "doc"
     workers: int = 1
-    source_format: str = "auto"    # auto | wiki | lines | files
+    source_format: str = "auto"  # auto | wiki | lines | files
     encoding: str = "utf-8"
     errors: str = "strict"
     include: str = "*"
     token_pattern: str = DEFAULT_PATTERN
     checkpoint_seconds: float = 300.0
-    memory_mb: int = 2048          # for the pair counts of all workers together
+    memory_mb: int = 2048  # for the pair counts of all workers together
     batch_bytes: int = 1 << 20
     batch_items: int = 20000
-    restart: bool = False          # discard an existing partial state
-    force: bool = False            # replace an existing output
+    restart: bool = False  # discard an existing partial state
+    force: bool = False  # replace an existing output
 
 
 def parse_window(value):
@@ -955,8 +1005,10 @@ class CoocJob:
         self.fingerprint = {
             "format": FORMAT,
             "state_version": STATE_VERSION,
-            "sources": [{"path": str(s.resolve()), "kind": k, "size": _size(s), "mtime": _mtime(s)}
-                        for s, k in zip(self.sources, self.kinds)],
+            "sources": [
+                {"path": str(s.resolve()), "kind": k, "size": _size(s), "mtime": _mtime(s)}
+                for s, k in zip(self.sources, self.kinds)
+            ],
             "vocab": str(vp.resolve()),
             "vocab_sha256": _sha256_file(vp),
             "W": len(self.vocab),
@@ -970,9 +1022,18 @@ class CoocJob:
     # -- state
 
     def _new_state(self):
-        return {"fingerprint": self.fingerprint, "consumed": [0] * len(self.sources),
-                "done": [False] * len(self.sources), "runs": [], "units": 0, "documents": 0, "tokens": 0,
-                "bytes": [0] * len(self.sources), "seconds": 0.0, "checkpoints": 0}
+        return {
+            "fingerprint": self.fingerprint,
+            "consumed": [0] * len(self.sources),
+            "done": [False] * len(self.sources),
+            "runs": [],
+            "units": 0,
+            "documents": 0,
+            "tokens": 0,
+            "bytes": [0] * len(self.sources),
+            "seconds": 0.0,
+            "checkpoints": 0,
+        }
 
     def _check_state_dir(self):
         """OUT.state must be absent or cooc's own partial state (never a user's directory)."""
@@ -983,8 +1044,11 @@ class CoocJob:
             raise InputError("is in the way of cooc's partial state (not a directory of cooc's); move it", d)
         if any(d.iterdir()):
             if store.kind_of(d) != "cooc-state":
-                raise InputError("is not a cooc partial state (no .topictool marker); cooc would write its partial "
-                                 "counts here: move it", d)
+                raise InputError(
+                    "is not a cooc partial state (no .topictool marker); cooc would write its partial "
+                    "counts here: move it",
+                    d,
+                )
             foreign = store.foreign_entries(d, "cooc-state")
             if foreign:
                 raise InputError(f"holds files cooc did not write ({foreign[0]}); move them", d)
@@ -1012,8 +1076,11 @@ class CoocJob:
             raise InputError("partial state is damaged (state is not JSON); rerun with --restart", p) from None
         if state.get("fingerprint") != self.fingerprint:
             diff = _first_difference(state.get("fingerprint") or {}, self.fingerprint)
-            raise InputError(f"holds the partial counts of a different cooc run ({diff} differs); "
-                             f"rerun with --restart to discard them", self.state_dir)
+            raise InputError(
+                f"holds the partial counts of a different cooc run ({diff} differs); "
+                f"rerun with --restart to discard them",
+                self.state_dir,
+            )
         self.state = state
         self.word_units = arrays["word_units"].astype(np.int64)
         if self.word_units.shape != (len(self.vocab),):
@@ -1021,8 +1088,10 @@ class CoocJob:
         for name, n in self.state["runs"]:
             for f in _run_files(self.state_dir, name):
                 if not f.exists() or f.stat().st_size != 8 * n:
-                    raise InputError(f"partial state is damaged ({f.name} missing or truncated); rerun with "
-                                     f"--restart", self.state_dir)
+                    raise InputError(
+                        f"partial state is damaged ({f.name} missing or truncated); rerun with --restart",
+                        self.state_dir,
+                    )
         self._clean_orphans()
         return True
 
@@ -1036,8 +1105,9 @@ class CoocJob:
                     f.unlink()
 
     def _save_state(self):
-        store.write_npz(self.state_dir / "state.npz", state=np.array(json.dumps(self.state)),
-                        word_units=self.word_units)
+        store.write_npz(
+            self.state_dir / "state.npz", state=np.array(json.dumps(self.state)), word_units=self.word_units
+        )
 
     # -- running
 
@@ -1062,15 +1132,29 @@ class CoocJob:
         per_worker = max(64, int(self.opts.memory_mb) // workers)
         table_bits = int(min(22, max(16, np.floor(np.log2(per_worker * (1 << 20) / 4 / 16)))))
         spill_entries = max(1 << 20, (per_worker * (1 << 20) - 16 * (1 << table_bits)) // 48)
-        config = dict(vocab=self.vocab, window=self.window, token_pattern=self.opts.token_pattern,
-                      table_bits=table_bits, spill_entries=spill_entries, run_dir=str(self.state_dir))
+        config = dict(
+            vocab=self.vocab,
+            window=self.window,
+            token_pattern=self.opts.token_pattern,
+            table_bits=table_bits,
+            spill_entries=spill_entries,
+            run_dir=str(self.state_dir),
+        )
         _warm_up()
         pool = _InlinePool(config) if workers == 1 else _ProcessPool(workers, config)
-        todo = [(i, self.sources[i], self.kinds[i], self.state["consumed"][i])
-                for i in range(len(self.sources)) if not self.state["done"][i]]
-        ropts = dict(batch_bytes=int(self.opts.batch_bytes), batch_items=int(self.opts.batch_items),
-                     encoding=self.opts.encoding, errors=self.opts.errors, include=self.opts.include,
-                     readers=max(1, min(len(todo), (workers + 3) // 4)))
+        todo = [
+            (i, self.sources[i], self.kinds[i], self.state["consumed"][i])
+            for i in range(len(self.sources))
+            if not self.state["done"][i]
+        ]
+        ropts = dict(
+            batch_bytes=int(self.opts.batch_bytes),
+            batch_items=int(self.opts.batch_items),
+            encoding=self.opts.encoding,
+            errors=self.opts.errors,
+            include=self.opts.include,
+            readers=max(1, min(len(todo), (workers + 3) // 4)),
+        )
         stop = _StopFlag()
         old = _install_handlers(stop)
         readers = None
@@ -1110,8 +1194,11 @@ class CoocJob:
             reporter.close()
             _restore_handlers(old)
         if stop.signal is not None:
-            raise Interrupted(f"interrupted by signal {stop.signal}; the partial counts are saved in "
-                              f"{self.state_dir}; run the same command again to continue", self.state_dir)
+            raise Interrupted(
+                f"interrupted by signal {stop.signal}; the partial counts are saved in "
+                f"{self.state_dir}; run the same command again to continue",
+                self.state_dir,
+            )
         summary = self._finish()
         summary["seconds"] = round(self.state["seconds"], 3)
         summary["resumed"] = resumed
@@ -1133,8 +1220,9 @@ class CoocJob:
         while True:
             levels = {}
             for name, n in self.state["runs"]:
-                levels.setdefault(int(np.log(max(n, 1) / 65536.0) / np.log(fanout)) if n > 65536 else 0,
-                                  []).append(name)
+                levels.setdefault(int(np.log(max(n, 1) / 65536.0) / np.log(fanout)) if n > 65536 else 0, []).append(
+                    name
+                )
             group = next((names for lvl, names in sorted(levels.items()) if len(names) >= fanout), None)
             if group is None:
                 return
@@ -1150,12 +1238,18 @@ class CoocJob:
     def _finish(self):
         st = self.state
         if st["documents"] == 0:
-            raise _NothingCounted("the reference holds no documents (a MediaWiki dump with no articles, or empty "
-                                  "sources?); nothing written", self.sources[0])
+            raise _NothingCounted(
+                "the reference holds no documents (a MediaWiki dump with no articles, or empty "
+                "sources?); nothing written",
+                self.sources[0],
+            )
         if int(self.word_units.sum()) == 0:
-            raise _NothingCounted(f"no word of the vocabulary ({len(self.vocab):,} words, {self.vocab_path}) occurs "
-                                  f"in the {st['documents']:,} reference documents; is it the right vocabulary or "
-                                  f"source format?", self.sources[0])
+            raise _NothingCounted(
+                f"no word of the vocabulary ({len(self.vocab):,} words, {self.vocab_path}) occurs "
+                f"in the {st['documents']:,} reference documents; is it the right vocabulary or "
+                f"source format?",
+                self.sources[0],
+            )
         runs = [name for name, _ in self.state["runs"]]
         if len(runs) > 1:
             final = merge_into_run(self.state_dir, runs)
@@ -1169,8 +1263,10 @@ class CoocJob:
             "format_version": FORMAT_VERSION,
             "topictool_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "sources": [{"path": s["path"], "kind": s["kind"], "units_read": c}
-                        for s, c in zip(self.fingerprint["sources"], st["consumed"])],
+            "sources": [
+                {"path": s["path"], "kind": s["kind"], "units_read": c}
+                for s, c in zip(self.fingerprint["sources"], st["consumed"])
+            ],
             "vocab": self.fingerprint["vocab"],
             "vocab_sha256": self.fingerprint["vocab_sha256"],
             "W": len(self.vocab),
@@ -1195,8 +1291,14 @@ class CoocJob:
             window=np.int64(0 if self.window == "doc" else self.window),
             meta=np.array(json.dumps(meta)),
         )
-        big = {} if final is None else {"pair_keys": _run_files(self.state_dir, final[0])[0],
-                                        "pair_counts": _run_files(self.state_dir, final[0])[1]}
+        big = (
+            {}
+            if final is None
+            else {
+                "pair_keys": _run_files(self.state_dir, final[0])[0],
+                "pair_counts": _run_files(self.state_dir, final[0])[1],
+            }
+        )
         write_reference(self.out, small, big)
         shutil.rmtree(self.state_dir, ignore_errors=True)
         return dict(meta, output=str(self.out))
@@ -1262,14 +1364,19 @@ class _Reporter:
         self.bytes = 0
         self.total = sum(s["size"] or 0 for s in job.fingerprint["sources"])
         # inputs finished before a restart count as read
-        self.done_before = sum(s["size"] or 0 for s, done in zip(job.fingerprint["sources"], job.state["done"])
-                               if done)
+        self.done_before = sum(s["size"] or 0 for s, done in zip(job.fingerprint["sources"], job.state["done"]) if done)
         self.bar = None
         if self.mode == "rich":
             from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-            self.bar = Progress(TextColumn("[bold]cooc"), BarColumn(), DownloadColumn(),
-                                TextColumn("{task.fields[status]}"), TimeRemainingColumn(), transient=False)
+            self.bar = Progress(
+                TextColumn("[bold]cooc"),
+                BarColumn(),
+                DownloadColumn(),
+                TextColumn("{task.fields[status]}"),
+                TimeRemainingColumn(),
+                transient=False,
+            )
             self.task = self.bar.add_task("cooc", total=self.total or None, status="")
             self.bar.start()
 
@@ -1315,8 +1422,7 @@ def write_reference(out, small, big):
             for name in ("pair_keys", "pair_counts"):
                 path = big.get(name)
                 n = path.stat().st_size // 8 if path is not None else 0
-                header = {"descr": np.lib.format.dtype_to_descr(np.dtype("<i8")), "fortran_order": False,
-                          "shape": (n,)}
+                header = {"descr": np.lib.format.dtype_to_descr(np.dtype("<i8")), "fortran_order": False, "shape": (n,)}
                 with zf.open(name + ".npy", "w", force_zip64=True) as m:
                     np.lib.format.write_array_header_2_0(m, header)
                     if path is not None:
@@ -1380,8 +1486,9 @@ def load_reference(path, mmap=True):
         arrays = store.load_npz(path, required=_REQUIRED)
     missing = [k for k in _REQUIRED if k not in arrays]
     if missing:
-        raise InputError(f"not a co-occurrence reference (missing {', '.join(missing)}; make one with "
-                         f"`topictool cooc`)", path)
+        raise InputError(
+            f"not a co-occurrence reference (missing {', '.join(missing)}; make one with `topictool cooc`)", path
+        )
     try:
         meta = json.loads(str(arrays["meta"]))
     except ValueError:
@@ -1399,10 +1506,18 @@ def load_reference(path, mmap=True):
     if len(keys) and (int(keys[0]) < 1 or int(keys[-1]) >= W * W):
         raise InputError("pair keys outside the vocabulary (damaged reference?)", path)
     window = int(arrays["window"]) if "window" in arrays else meta.get("window")
-    return Reference(str(path), vocab, wc, keys, counts, int(arrays["units"]),
-                     int(arrays["documents"]) if "documents" in arrays else meta.get("documents", 0),
-                     int(arrays["tokens"]) if "tokens" in arrays else meta.get("tokens", 0),
-                     "doc" if window == 0 else window, meta)
+    return Reference(
+        str(path),
+        vocab,
+        wc,
+        keys,
+        counts,
+        int(arrays["units"]),
+        int(arrays["documents"]) if "documents" in arrays else meta.get("documents", 0),
+        int(arrays["tokens"]) if "tokens" in arrays else meta.get("tokens", 0),
+        "doc" if window == 0 else window,
+        meta,
+    )
 
 
 def _load_mapped(path):
@@ -1439,8 +1554,11 @@ def _load_mapped(path):
                 offset = f.tell()
                 if offset + shape[0] * dtype.itemsize > start + info.file_size:
                     return None
-                out[name] = (np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape) if shape[0]
-                             else np.zeros(0, dtype))
+                out[name] = (
+                    np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
+                    if shape[0]
+                    else np.zeros(0, dtype)
+                )
         return out
     except Exception:  # noqa: BLE001 - fall back to the plain loader, which names the problem
         return None

@@ -29,6 +29,7 @@ tokens_per_s (mean of the logged "tokens_per_s"), bytes_per_token (run.json
 "bytes_per_token": memory of the sampler state per training token), model,
 options.
 """
+
 import json
 import math
 from pathlib import Path
@@ -88,14 +89,16 @@ def model_diagnostics(snapshot, doc_topic_counts=None):
             sparsity = (counts == 0).mean(axis=0)
     topics = []
     for k in range(K):
-        topics.append({
-            "index": k,
-            "proportion": float(w[k]),
-            "effective_words": float(eff_words[k]),
-            "hellinger_corpus": float(h_corpus[k]),
-            "hellinger_uniform": float(h_uniform[k]),
-            "doc_sparsity": None if sparsity is None else float(sparsity[k]),
-        })
+        topics.append(
+            {
+                "index": k,
+                "proportion": float(w[k]),
+                "effective_words": float(eff_words[k]),
+                "hellinger_corpus": float(h_corpus[k]),
+                "hellinger_uniform": float(h_uniform[k]),
+                "doc_sparsity": None if sparsity is None else float(sparsity[k]),
+            }
+        )
     return {"effective_topics": effective_topics(w), "K": int(K), "W": int(W), "topics": topics}
 
 

@@ -32,6 +32,7 @@ Pitman-Yor cache in both the fold-in and the held-out word probability
 (DESIGN.md); ``document_completion`` hands such a snapshot to
 ``evaluate.burst_completion``, which uses the same hold-out split.
 """
+
 import time
 
 import numba
@@ -172,8 +173,24 @@ def _vb_theta(phi_wk, alpha, words, tol, max_iter, theta):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _fold_in_and_score(phi_wk, alpha, obs_ptr, obs_words, held_ptr, held_words,
-                       method, burn_in, samples, tol, max_iter, seed, state, theta_out, loglik, iters):
+def _fold_in_and_score(
+    phi_wk,
+    alpha,
+    obs_ptr,
+    obs_words,
+    held_ptr,
+    held_words,
+    method,
+    burn_in,
+    samples,
+    tol,
+    max_iter,
+    seed,
+    state,
+    theta_out,
+    loglik,
+    iters,
+):
     """Per document d (in parallel): fold in theta on the observed tokens, then
     loglik[d] = sum over held-out tokens of log sum_k theta_k phi_{k, w}.
 
@@ -186,7 +203,7 @@ def _fold_in_and_score(phi_wk, alpha, obs_ptr, obs_words, held_ptr, held_words,
     keep = theta_out.shape[0] == D
     for d in prange(D):
         theta = np.empty(K, dtype=np.float64)
-        words = obs_words[obs_ptr[d]:obs_ptr[d + 1]]
+        words = obs_words[obs_ptr[d] : obs_ptr[d + 1]]
         if method == 0:
             seed_row(state, d, seed, d)
             _gibbs_theta(phi_wk, alpha, words, burn_in, samples, state, d, theta)
@@ -262,21 +279,37 @@ def heldout_split(test_corpus, model_vocab, holdout, seed, allow_oov=False, W=No
         oov = oov_obs + oov_held
         if oov and not allow_oov:
             total = max(int(test_corpus.N), 1)
-            raise InputError(f"{oov:,} of {total:,} test tokens ({100.0 * oov / total:.1f}%) are words the model's "
-                             f"vocabulary lacks; prepare the test corpus with the model's vocabulary (prepare "
-                             f"--vocab) or pass --allow-oov to drop them")
+            raise InputError(
+                f"{oov:,} of {total:,} test tokens ({100.0 * oov / total:.1f}%) are words the model's "
+                f"vocabulary lacks; prepare the test corpus with the model's vocabulary (prepare "
+                f"--vocab) or pass --allow-oov to drop them"
+            )
         split = split.map_words(mapping)
     elif W is not None and test_corpus.W > W:
         raise InputError(f"the test corpus has {test_corpus.W} words but the model only {W}")
     if require_heldout and int(split.heldout_ptr[-1]) == 0:
-        raise InputError(f"--holdout {spec} holds out no token of the test corpus ({test_corpus.D:,} documents, "
-                         f"{int(test_corpus.N):,} tokens); choose a smaller every:N or a larger fraction:F")
+        raise InputError(
+            f"--holdout {spec} holds out no token of the test corpus ({test_corpus.D:,} documents, "
+            f"{int(test_corpus.N):,} tokens); choose a smaller every:N or a larger fraction:F"
+        )
     return spec, split, oov, oov_held
 
 
-def document_completion(model, test_corpus, holdout="every:5", burn_in=10, samples=40, method="gibbs",
-                        seed=1, threads=1, alpha=None, tol=1e-6, max_iter=1000, return_theta=False,
-                        allow_oov=False):
+def document_completion(
+    model,
+    test_corpus,
+    holdout="every:5",
+    burn_in=10,
+    samples=40,
+    method="gibbs",
+    seed=1,
+    threads=1,
+    alpha=None,
+    tol=1e-6,
+    max_iter=1000,
+    return_theta=False,
+    allow_oov=False,
+):
     """Document-completion perplexity of ``model`` on ``test_corpus`` (a Corpus).
 
     model: a Snapshot, or phi (K x W) with ``alpha=`` (K, or a scalar for a
@@ -299,8 +332,16 @@ def document_completion(model, test_corpus, holdout="every:5", burn_in=10, sampl
             raise InputError("return_theta is not available for models with the burstiness front end")
         from .burst_completion import burst_document_completion
 
-        return burst_document_completion(model, test_corpus, holdout=holdout, burn_in=burn_in, samples=samples,
-                                         seed=seed, threads=threads, allow_oov=allow_oov)
+        return burst_document_completion(
+            model,
+            test_corpus,
+            holdout=holdout,
+            burn_in=burn_in,
+            samples=samples,
+            seed=seed,
+            threads=threads,
+            allow_oov=allow_oov,
+        )
     phi, alpha, model_vocab = _model_arrays(model, alpha)
     _check_model(phi, alpha)
     parse_holdout(holdout)
@@ -317,21 +358,50 @@ def document_completion(model, test_corpus, holdout="every:5", burn_in=10, sampl
     started = time.perf_counter()
 
     # a fold-in for theta alone (return_theta) may hold nothing out; a perplexity may not
-    spec, split, oov, oov_held = heldout_split(test_corpus, model_vocab, holdout, seed, allow_oov, W,
-                                               require_heldout=not return_theta)
+    spec, split, oov, oov_held = heldout_split(
+        test_corpus, model_vocab, holdout, seed, allow_oov, W, require_heldout=not return_theta
+    )
     D = split.D
     phi_wk = np.ascontiguousarray(phi.T)
     theta_out = np.zeros((D if return_theta else 0, K), dtype=np.float64)
     loglik = np.zeros(D, dtype=np.float64)
     iters = np.zeros(D, dtype=np.int64)
     state = np.zeros((D, 4), dtype=np.uint64)
-    _run_parallel(threads, _fold_in_and_score, phi_wk, alpha, split.observed_ptr, split.observed_words,
-                  split.heldout_ptr, split.heldout_words, np.int64(METHODS.index(method)), np.int64(burn_in),
-                  np.int64(samples), np.float64(tol), np.int64(max_iter), np.int64(seed & 0x7FFFFFFFFFFFFFFF),
-                  state, theta_out, loglik, iters)
+    _run_parallel(
+        threads,
+        _fold_in_and_score,
+        phi_wk,
+        alpha,
+        split.observed_ptr,
+        split.observed_words,
+        split.heldout_ptr,
+        split.heldout_words,
+        np.int64(METHODS.index(method)),
+        np.int64(burn_in),
+        np.int64(samples),
+        np.float64(tol),
+        np.int64(max_iter),
+        np.int64(seed & 0x7FFFFFFFFFFFFFFF),
+        state,
+        theta_out,
+        loglik,
+        iters,
+    )
 
-    result = summarise(loglik, split, D, oov, oov_held, method=method, holdout=str(spec), burn_in=burn_in,
-                       samples=samples, seed=int(seed), threads=threads, seconds=time.perf_counter() - started)
+    result = summarise(
+        loglik,
+        split,
+        D,
+        oov,
+        oov_held,
+        method=method,
+        holdout=str(spec),
+        burn_in=burn_in,
+        samples=samples,
+        seed=int(seed),
+        threads=threads,
+        seconds=time.perf_counter() - started,
+    )
     if method == "vb":
         result["vb_mean_iterations"] = float(iters.mean()) if D else 0.0
         result["burn_in"] = result["samples"] = None

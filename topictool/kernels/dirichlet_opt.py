@@ -21,6 +21,7 @@ histogram of topic sizes n_k.
 Histogram layout (dense, as Mallet): ``topic_doc_hist[k, n]`` = number of documents
 with n_dk = n (column 0 unused); ``doc_len_hist[n]`` = number of documents of length n.
 """
+
 import numba
 import numpy as np
 

@@ -66,6 +66,7 @@ redrawn: exact rejection sampling, since the proposal only adds mass to masked p
 MAX_REJECTIONS in a row the masked distribution is computed exactly. With no mask (ftm,
 lda) nothing is ever rejected and this is SparseLDA restricted to the active topics.
 """
+
 import math
 
 import numba
@@ -220,17 +221,18 @@ def count_violations(token_ptr, words, z, theta_bar, phi_bar):
 
 # Eq. (5): one Gibbs sweep over every token's topic, restricted to the active pairs.
 @numba.njit(cache=True, nogil=True)
-def sweep_topics(token_ptr, words, z, theta_bar, phi_bar, tw_ptr, tw_topic, tw_count, tw_len, n_k, V_k,
-                 alpha, beta, rng):
+def sweep_topics(
+    token_ptr, words, z, theta_bar, phi_bar, tw_ptr, tw_topic, tw_count, tw_len, n_k, V_k, alpha, beta, rng
+):
     """Resample z in document order (bucket sampler of the module docstring). Returns the
     number of rejected draws."""
     D = token_ptr.shape[0] - 1
     K = n_k.shape[0]
     n_dk = np.zeros(K, dtype=np.int64)
-    inv = np.zeros(K, dtype=np.float64)      # 1/(βV_k + n_k), kept for the document's active topics
-    coef = np.zeros(K, dtype=np.float64)     # (α + n_dk)/(βV_k + n_k) on active topics, else 0
-    active = np.empty(K, dtype=np.int64)     # the document's active topics, ascending
-    nz = np.empty(K, dtype=np.int64)         # its topics with n_dk > 0, and their positions in nz
+    inv = np.zeros(K, dtype=np.float64)  # 1/(βV_k + n_k), kept for the document's active topics
+    coef = np.zeros(K, dtype=np.float64)  # (α + n_dk)/(βV_k + n_k) on active topics, else 0
+    active = np.empty(K, dtype=np.int64)  # the document's active topics, ascending
+    nz = np.empty(K, dtype=np.int64)  # its topics with n_dk > 0, and their positions in nz
     nz_pos = np.empty(K, dtype=np.int64)
     qcum = np.empty(K, dtype=np.float64)
     ab = alpha * beta
@@ -403,8 +405,8 @@ def resample_theta_bar(token_ptr, z, theta_bar, m_k, alpha, a, b, rng):
         K_d = 0
         for k in range(K):
             K_d += theta_bar[d, k]
-        ratio_on = dirichlet_ratio(alpha, K_d - 1, n_d)   # for a pair that is on: A = K_d - 1
-        ratio_off = dirichlet_ratio(alpha, K_d, n_d)      # for a pair that is off: A = K_d
+        ratio_on = dirichlet_ratio(alpha, K_d - 1, n_d)  # for a pair that is on: A = K_d - 1
+        ratio_off = dirichlet_ratio(alpha, K_d, n_d)  # for a pair that is off: A = K_d
         for k in range(K):
             if n_dk[k] > 0:
                 continue
@@ -426,8 +428,7 @@ def resample_theta_bar(token_ptr, z, theta_bar, m_k, alpha, a, b, rng):
 
 # Eq. (9): θ̄ of the topics in use (a = 0), then the document's empty singleton topics redrawn.
 @numba.njit(cache=True, nogil=True)
-def resample_theta_bar_ibp(token_ptr, z, theta_bar, m_k, alpha, b, new_rate, phi_bar, m_v, V_k,
-                           c, e, sparse_phi, rng):
+def resample_theta_bar_ibp(token_ptr, z, theta_bar, m_k, alpha, b, new_rate, phi_bar, m_v, V_k, c, e, sparse_phi, rng):
     """Returns (topics created, topics removed, denied): denied sums over documents the
     probability, roughly, that one more new topic than the K slots allow was wanted."""
     D = token_ptr.shape[0] - 1
@@ -564,7 +565,7 @@ def resample_phi_bar(tw_ptr, tw_topic, tw_len, phi_bar, m_v, V_k, n_k, in_use, b
             ratio_off[k] = _cached_ratio(cache, base, k, V_k[k], beta, np.int64(n_k[k]))
     visit = in_use.copy()  # topics in use, minus (temporarily) those word v is used in
     n_other = n_topics - 1
-    table_on = np.empty(K + 2, dtype=np.float64)   # the prior odds of (7) by m_v, for a pair on / off
+    table_on = np.empty(K + 2, dtype=np.float64)  # the prior odds of (7) by m_v, for a pair on / off
     table_off = np.empty(K + 2, dtype=np.float64)
     for mv in range(K + 2):
         table_on[mv], table_off[mv] = _word_odds(mv, n_other, c, e)

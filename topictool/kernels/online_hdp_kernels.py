@@ -36,6 +36,7 @@ Documents are given as minibatch-local CSR arrays: ``ptr`` (S+1), ``wid`` (nnz,
 an index into the minibatch's distinct words U), ``cnt`` (nnz, float64 counts).
 Word-indexed arrays are (U, K), word-major, so the loop over topics is contiguous.
 """
+
 import math
 
 import numba
@@ -103,8 +104,9 @@ def _doc_dirichlet_terms(alpha, alpha_beta, theta_row, n):
 
 # The local step L1-L2: varphi_jwk ∝ exp{E[log phi_kw] + E[log pi_jk]}, theta_jk = alpha beta*_k + n_jk; and l_j.
 @numba.njit(cache=True, nogil=True)
-def e_step(ptr, wid, cnt, elog_wk, alpha, alpha_beta, theta, init_theta, max_iter, tol,
-           sstats, phi_out, doc_elbo, doc_iters):
+def e_step(
+    ptr, wid, cnt, elog_wk, alpha, alpha_beta, theta, init_theta, max_iter, tol, sstats, phi_out, doc_elbo, doc_iters
+):
     """Coordinate ascent on (varphi_j, theta_j) for every document of the minibatch.
 
     elog_wk (U, K) E[log phi]; alpha_beta (K+1) = alpha beta*; theta (S, K+1) in/out
@@ -234,8 +236,12 @@ def column_terms(ptr, wid, cnt, phi, theta, alpha_beta, elog_wk, psi_sum, out):
                     nc += v
                     wsum += v * (elog_wk[wid[t], c] - math.log(p))
             th = theta[j, c]
-            out[c] += (wsum + math.lgamma(th) - math.lgamma(alpha_beta[c])
-                       + (alpha_beta[c] - th + nc) * (digamma(th) - psi_sum[j]))
+            out[c] += (
+                wsum
+                + math.lgamma(th)
+                - math.lgamma(alpha_beta[c])
+                + (alpha_beta[c] - th + nc) * (digamma(th) - psi_sum[j])
+            )
 
 
 # S2, restricted local step of a split (section 3.1): only topics k', k'' are updated; the
@@ -250,16 +256,18 @@ def split_local(ptr, wid, cnt, mass, elog_a, elog_b, ab_a, ab_b, theta_a, theta_
     for j in range(S):
         lo = ptr[j]
         hi = ptr[j + 1]
-        for it in range(max_iter):
-            na, nb = _split_sweep(lo, hi, wid, cnt, mass, elog_a, elog_b,
-                                  digamma(theta_a[j]), digamma(theta_b[j]), phi_a, False)
+        for _it in range(max_iter):
+            na, nb = _split_sweep(
+                lo, hi, wid, cnt, mass, elog_a, elog_b, digamma(theta_a[j]), digamma(theta_b[j]), phi_a, False
+            )
             change = abs(ab_a + na - theta_a[j]) + abs(ab_b + nb - theta_b[j])
             theta_a[j] = ab_a + na
             theta_b[j] = ab_b + nb
             if change < 2.0 * tol:
                 break
-        na, nb = _split_sweep(lo, hi, wid, cnt, mass, elog_a, elog_b,
-                              digamma(theta_a[j]), digamma(theta_b[j]), phi_a, True)
+        na, nb = _split_sweep(
+            lo, hi, wid, cnt, mass, elog_a, elog_b, digamma(theta_a[j]), digamma(theta_b[j]), phi_a, True
+        )
         theta_a[j] = ab_a + na
         theta_b[j] = ab_b + nb
 

@@ -6,6 +6,7 @@ and saves it in checkpoints, so a resumed run continues exactly the same
 sequence. Streams are seeded with splitmix64 from (seed, stream key), which
 gives independent-looking streams for any key (thread index, document index).
 """
+
 import numba
 import numpy as np
 

@@ -9,6 +9,7 @@ For a scale parameter (a concentration) the sampler works on y = log x, with den
 f(e^y) e^y, so the step width is relative; bounds are honoured by treating the density as
 zero outside [lo, hi].
 """
+
 import math
 
 from .rng import uniform
@@ -30,8 +31,10 @@ def slice_sample(logf, x0, lo, hi, rng, row=0, width=1.0, log_scale=False, max_s
                 return -math.inf
             return logf(math.exp(y)) + y
     else:
+
         def to_x(y):
             return y
+
         y0, ylo, yhi = x0, lo, hi
 
         def g(y):

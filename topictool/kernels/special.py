@@ -3,6 +3,7 @@
 ``math.lgamma`` already works inside numba, so only what it lacks lives here.
 All functions are scalar ``float64 -> float64`` and compile once.
 """
+
 import math
 
 import numba

@@ -32,6 +32,7 @@ Bounds: a table covers n <= n_max rows and t <= t_cap columns. ``StirlingTable``
 it on demand (between sweeps; a kernel never reallocates) and rebuilds it when the
 discount changes. Building costs O(n_max t_cap) divisions.
 """
+
 import math
 
 import numba

@@ -14,6 +14,7 @@ A model family is a class with these members (see DESIGN.md):
                                               assignments disagree (debug-checks mode)
     log_likelihood() -> float                 training log-likelihood or bound
 """
+
 import math
 from dataclasses import dataclass
 
@@ -118,8 +119,7 @@ class Model:
 
         N = int(corpus.N)
         need = cls.memory_estimate(corpus.D, corpus.W, N, options, threads)
-        check_memory(need, f"training {cls.name} (D={corpus.D:,}, W={corpus.W:,}, N={N:,}, "
-                           f"K={options.get('K')})")
+        check_memory(need, f"training {cls.name} (D={corpus.D:,}, W={corpus.W:,}, N={N:,}, K={options.get('K')})")
         if N > MAX_TOKENS:
             raise InputError(f"the corpus has {N:,} tokens; topictool's count tables hold at most {MAX_TOKENS:,}")
 

@@ -14,6 +14,7 @@ saving. Memory per token: 4 bytes of word id + 2 of topic (4 when K >= 32768), p
 at most one 4-byte word-topic slot per token (min(frequency, K) per word), times
 (threads + 1) when threads > 1.
 """
+
 import numpy as np
 
 from ..errors import InputError
@@ -89,8 +90,13 @@ class LdaGibbs(Model):
         "optimize_burn_in": 50,
         "optimize_beta": True,
     }
-    limits = {**Model.limits, "alpha": PRIOR, "beta": PRIOR, "optimize_interval": NONNEGATIVE,
-              "optimize_burn_in": NONNEGATIVE}
+    limits = {
+        **Model.limits,
+        "alpha": PRIOR,
+        "beta": PRIOR,
+        "optimize_interval": NONNEGATIVE,
+        "optimize_burn_in": NONNEGATIVE,
+    }
 
     def __init__(self, corpus, options, rng_seed, threads=1):
         self._setup(corpus, options, threads)
@@ -145,17 +151,45 @@ class LdaGibbs(Model):
     def step(self):
         """One Gibbs sweep over every token, then the hyperparameter update when due."""
         if self.threads == 1:
-            kern.sample_block(self.token_ptr, self.words, self.z, self.tw_ptr, self.tw, self.n_k,
-                              self.alpha, self.beta, self.rng, 0, 0, self.D, self.TB)
+            kern.sample_block(
+                self.token_ptr,
+                self.words,
+                self.z,
+                self.tw_ptr,
+                self.tw,
+                self.n_k,
+                self.alpha,
+                self.beta,
+                self.rng,
+                0,
+                0,
+                self.D,
+                self.TB,
+            )
         else:
-            kern.sweep_parallel(self.token_ptr, self.words, self.z, self.block_ptr, self.tw_ptr,
-                                self.tw_local, self.n_k_local, self.alpha, self.beta, self.rng, self.TB)
+            kern.sweep_parallel(
+                self.token_ptr,
+                self.words,
+                self.z,
+                self.block_ptr,
+                self.tw_ptr,
+                self.tw_local,
+                self.n_k_local,
+                self.alpha,
+                self.beta,
+                self.rng,
+                self.TB,
+            )
             kern.merge_parallel(self.tw_ptr, self.tw, self.tw_local, self.n_k, self.n_k_local, self.TB)
         self.iteration += 1
         o = self.opts
         optimized = False
-        if (o["optimize_alpha"] and o["optimize_interval"] > 0 and self.iteration > o["optimize_burn_in"]
-                and self.iteration % o["optimize_interval"] == 0):
+        if (
+            o["optimize_alpha"]
+            and o["optimize_interval"] > 0
+            and self.iteration > o["optimize_burn_in"]
+            and self.iteration % o["optimize_interval"] == 0
+        ):
             self._optimize_hyperparameters()
             optimized = True
         return {
@@ -172,16 +206,18 @@ class LdaGibbs(Model):
         np.maximum(self.alpha, HYPER_FLOOR, out=self.alpha)
         if self.opts["optimize_beta"]:
             count_hist, size_hist = kern.word_topic_histograms(self.tw, self.n_k, self.TB)
-            beta_sum = learn_symmetric_concentration(count_hist, size_hist, self.W, self.beta * self.W,
-                                                     BETA_ITERATIONS, BETA_TOLERANCE)
+            beta_sum = learn_symmetric_concentration(
+                count_hist, size_hist, self.W, self.beta * self.W, BETA_ITERATIONS, BETA_TOLERANCE
+            )
             self.beta = max(float(beta_sum) / self.W, HYPER_FLOOR)
         if not (np.all(np.isfinite(self.alpha)) and np.isfinite(self.beta)):
             raise FloatingPointError("hyperparameter optimisation produced a non-finite value")
 
     def log_likelihood(self):
         """Collapsed joint log p(w, z | alpha, beta), as Mallet's modelLogLikelihood."""
-        return float(kern.log_likelihood(self.token_ptr, self.z, self.tw, self.n_k, self.alpha,
-                                         self.beta, self.W, self.TB))
+        return float(
+            kern.log_likelihood(self.token_ptr, self.z, self.tw, self.n_k, self.alpha, self.beta, self.W, self.TB)
+        )
 
     def snapshot(self):
         phi = kern.topic_word_mean(self.tw_ptr, self.tw, self.n_k, self.beta, self.TB)
@@ -246,13 +282,15 @@ class LdaGibbs(Model):
         if rng.shape == (self.threads, 4):
             self.rng = rng.copy()
         else:
-            self.rng = make_streams((self.seed + 0x9E3779B97F4A7C15 * (self.iteration + 1)) & ((1 << 64) - 1),
-                                    self.threads)
+            self.rng = make_streams(
+                (self.seed + 0x9E3779B97F4A7C15 * (self.iteration + 1)) & ((1 << 64) - 1), self.threads
+            )
         self._rebuild_counts()
         return self
 
     def check_invariants(self):
         """Raise AssertionError unless every count table agrees with z, recomputed from scratch."""
+
         def fail(msg):
             raise AssertionError(f"lda-gibbs invariant broken: {msg}")
 

@@ -33,6 +33,7 @@ per token in the word-topic lists, plus D x K and W x K bytes for θ̄ and φ̄ 
 checkpoints as bits).
 Sampling runs on one thread; ``threads`` is accepted for the common interface.
 """
+
 import numpy as np
 
 from ..errors import InputError
@@ -57,8 +58,10 @@ def _check_options(o):
             raise InputError(f"option {key}={o[key]!r}: must be > 0")
     if o["nonparametric"]:
         if o["variant"] not in ("lida", "ftm"):
-            raise InputError(f"option nonparametric=true needs variant lida or ftm (the document side is the "
-                             f"IBP that grows), not variant={o['variant']}")
+            raise InputError(
+                f"option nonparametric=true needs variant lida or ftm (the document side is the "
+                f"IBP that grows), not variant={o['variant']}"
+            )
         if not 1 <= o["initial_topics"] <= o["K"]:
             raise InputError(f"option initial_topics={o['initial_topics']}: must be between 1 and K={o['K']}")
 
@@ -77,8 +80,11 @@ class LidaGibbs(Model):
         "nonparametric": False,
         "initial_topics": 10,
     }
-    limits = {**Model.limits, **{k: PRIOR for k in ("alpha", "beta", "eta", "delta", "gamma", "lam")},
-              "initial_topics": POSITIVE_INT}
+    limits = {
+        **Model.limits,
+        **{k: PRIOR for k in ("alpha", "beta", "eta", "delta", "gamma", "lam")},
+        "initial_topics": POSITIVE_INT,
+    }
     doc_topic_bytes = 1
 
     def __init__(self, corpus, options, rng_seed, threads=1):
@@ -142,9 +148,9 @@ class LidaGibbs(Model):
     def _rebuild(self):
         """Counts and activation totals from z, θ̄ and φ̄ (all integers: exact)."""
         kern.build_counts(self.words, self.z, self.tw_ptr, self.tw_topic, self.tw_count, self.tw_len, self.n_k)
-        self.m_k = self.theta_bar.sum(axis=0, dtype=np.int64)   # documents per topic
-        self.m_v = self.phi_bar.sum(axis=1, dtype=np.int64)     # topics per word
-        self.V_k = self.phi_bar.sum(axis=0, dtype=np.int64)     # words per topic
+        self.m_k = self.theta_bar.sum(axis=0, dtype=np.int64)  # documents per topic
+        self.m_v = self.phi_bar.sum(axis=1, dtype=np.int64)  # topics per word
+        self.V_k = self.phi_bar.sum(axis=0, dtype=np.int64)  # words per topic
 
     def _in_use(self):
         if self.nonparametric:
@@ -155,24 +161,65 @@ class LidaGibbs(Model):
 
     def step(self):
         """One iteration: z by (5), θ̄ by (6) or (9), φ̄ by (7)."""
-        rejections = kern.sweep_topics(self.token_ptr, self.words, self.z, self.theta_bar, self.phi_bar,
-                                       self.tw_ptr, self.tw_topic, self.tw_count, self.tw_len, self.n_k, self.V_k,
-                                       self.alpha, self.beta, self.rng)
+        rejections = kern.sweep_topics(
+            self.token_ptr,
+            self.words,
+            self.z,
+            self.theta_bar,
+            self.phi_bar,
+            self.tw_ptr,
+            self.tw_topic,
+            self.tw_count,
+            self.tw_len,
+            self.n_k,
+            self.V_k,
+            self.alpha,
+            self.beta,
+            self.rng,
+        )
         metrics = {}
         if self.sparse_theta:
             if self.nonparametric:
                 created, removed, denied = kern.resample_theta_bar_ibp(
-                    self.token_ptr, self.z, self.theta_bar, self.m_k, self.alpha, self.b, self.new_rate,
-                    self.phi_bar, self.m_v, self.V_k, self.c, self.e, self.sparse_phi, self.rng)
-                metrics.update(topics_created=int(created), topics_removed=int(removed),
-                               capacity_denied=round(float(denied), 6))
+                    self.token_ptr,
+                    self.z,
+                    self.theta_bar,
+                    self.m_k,
+                    self.alpha,
+                    self.b,
+                    self.new_rate,
+                    self.phi_bar,
+                    self.m_v,
+                    self.V_k,
+                    self.c,
+                    self.e,
+                    self.sparse_phi,
+                    self.rng,
+                )
+                metrics.update(
+                    topics_created=int(created), topics_removed=int(removed), capacity_denied=round(float(denied), 6)
+                )
             else:
-                kern.resample_theta_bar(self.token_ptr, self.z, self.theta_bar, self.m_k, self.alpha, self.a,
-                                        self.b, self.rng)
+                kern.resample_theta_bar(
+                    self.token_ptr, self.z, self.theta_bar, self.m_k, self.alpha, self.a, self.b, self.rng
+                )
         if self.sparse_phi:
             in_use = self._in_use()
-            kern.resample_phi_bar(self.tw_ptr, self.tw_topic, self.tw_len, self.phi_bar, self.m_v, self.V_k,
-                                  self.n_k, in_use, self.beta, self.c, self.e, int(in_use.sum()), self.rng)
+            kern.resample_phi_bar(
+                self.tw_ptr,
+                self.tw_topic,
+                self.tw_len,
+                self.phi_bar,
+                self.m_v,
+                self.V_k,
+                self.n_k,
+                in_use,
+                self.beta,
+                self.c,
+                self.e,
+                int(in_use.sum()),
+                self.rng,
+            )
         self.iteration += 1
         metrics.update(self.activation_metrics())
         metrics["rejected_draws_per_token"] = round(int(rejections) / self.N, 6)
@@ -196,16 +243,36 @@ class LidaGibbs(Model):
         """⟨θ̄⟩ (D, K): 1 where the document uses the topic, else the conditional (6)."""
         if not self.sparse_theta:
             return np.ones((self.D, self.K))
-        return kern.theta_bar_expectation(self.token_ptr, self.z, self.theta_bar, self.m_k, self.alpha,
-                                          0.0 if self.nonparametric else self.a, self.b, self.nonparametric)
+        return kern.theta_bar_expectation(
+            self.token_ptr,
+            self.z,
+            self.theta_bar,
+            self.m_k,
+            self.alpha,
+            0.0 if self.nonparametric else self.a,
+            self.b,
+            self.nonparametric,
+        )
 
     def expected_phi_bar(self):
         """⟨φ̄⟩ (W, K): 1 where the topic emits the word, else the conditional (7)."""
         in_use = self._in_use()
         if not self.sparse_phi:
             return np.broadcast_to(in_use.astype(np.float64), (self.W, self.K)).copy()
-        return kern.phi_bar_expectation(self.tw_ptr, self.tw_topic, self.tw_len, self.phi_bar, self.m_v, self.V_k,
-                                        self.n_k, in_use, self.beta, self.c, self.e, int(in_use.sum()))
+        return kern.phi_bar_expectation(
+            self.tw_ptr,
+            self.tw_topic,
+            self.tw_len,
+            self.phi_bar,
+            self.m_v,
+            self.V_k,
+            self.n_k,
+            in_use,
+            self.beta,
+            self.c,
+            self.e,
+            int(in_use.sum()),
+        )
 
     def word_topic_counts(self):
         """n_vk (W x K int64)."""
@@ -244,11 +311,14 @@ class LidaGibbs(Model):
         alpha = self.expected_alpha()
         weight = self.n_k.astype(np.float64) / self.N
         keep = self._in_use().astype(bool)
-        meta = {"model": self.name, "options": dict(self.opts), "iteration": self.iteration,
-                "topics": [int(k) for k in np.flatnonzero(keep)] if self.nonparametric else None,
-                **self.activation_metrics()}
-        return Snapshot(phi=phi[keep], alpha=alpha[keep], topic_weight=weight[keep], vocab=self.corpus.vocab,
-                        meta=meta)
+        meta = {
+            "model": self.name,
+            "options": dict(self.opts),
+            "iteration": self.iteration,
+            "topics": [int(k) for k in np.flatnonzero(keep)] if self.nonparametric else None,
+            **self.activation_metrics(),
+        }
+        return Snapshot(phi=phi[keep], alpha=alpha[keep], topic_weight=weight[keep], vocab=self.corpus.vocab, meta=meta)
 
     def state(self):
         s = {
@@ -300,6 +370,7 @@ class LidaGibbs(Model):
 
     def check_invariants(self):
         """Raise AssertionError unless the counts agree with z and no token sits on an inactive pair."""
+
         def fail(msg):
             raise AssertionError(f"lida-gibbs invariant broken: {msg}")
 
@@ -308,8 +379,11 @@ class LidaGibbs(Model):
         kern.build_counts(self.words, self.z, self.tw_ptr, tw_topic, tw_count, tw_len, n_k)
         if not np.array_equal(n_k, self.n_k):
             fail("n_k disagrees with z")
-        if not (np.array_equal(tw_len, self.tw_len) and np.array_equal(tw_topic, self.tw_topic)
-                and np.array_equal(tw_count, self.tw_count)):
+        if not (
+            np.array_equal(tw_len, self.tw_len)
+            and np.array_equal(tw_topic, self.tw_topic)
+            and np.array_equal(tw_count, self.tw_count)
+        ):
             fail("the word-topic counts n_vk disagree with z")
         if int(self.n_k.sum(dtype=np.int64)) != self.N:
             fail("n_k does not sum to N")
@@ -318,8 +392,9 @@ class LidaGibbs(Model):
             fail(f"{bad} tokens sit on an inactive (document, topic) or (word, topic) pair")
         if not np.array_equal(self.m_k, self.theta_bar.sum(axis=0)):
             fail("m_k (documents per topic) disagrees with theta_bar")
-        if not (np.array_equal(self.m_v, self.phi_bar.sum(axis=1))
-                and np.array_equal(self.V_k, self.phi_bar.sum(axis=0))):
+        if not (
+            np.array_equal(self.m_v, self.phi_bar.sum(axis=1)) and np.array_equal(self.V_k, self.phi_bar.sum(axis=0))
+        ):
             fail("m_v or V_k disagrees with phi_bar")
         if not self.sparse_theta and not self.theta_bar.all():
             fail(f"variant {self.variant} switched off a (document, topic) pair")

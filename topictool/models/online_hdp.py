@@ -46,9 +46,11 @@ Metrics of step(): documents_seen, tokens (visited by this step), topics, elbo (
 L_S = log p(beta*) + sum_k T_k + D/|S| sum_{j in S} l_j of the model as it met the
 minibatch, after its local step; batch: the full bound after the iteration),
 elbo_per_token, rho, alpha, gamma, eta, beta_remainder, documents_per_s, and for
-hdp-online-sm the tried and accepted splits and merges (split_merge.run_moves). ``eval_method = "vb"``: the snapshot's alpha is
-alpha beta*_k for the K topics, phi is E[phi_k] = lambda_k / sum_w lambda_kw.
+hdp-online-sm the tried and accepted splits and merges (split_merge.run_moves).
+``eval_method = "vb"``: the snapshot's alpha is alpha beta*_k for the K topics, phi is
+E[phi_k] = lambda_k / sum_w lambda_kw.
 """
+
 import time
 
 import numpy as np
@@ -149,6 +151,7 @@ def optimize_beta(beta0, objective):
     theta_jk contains alpha beta*_k from the previous local step, its maximiser stays close to
     the old beta*: on bars, a topic holding 42% of a minibatch's tokens kept beta* = 0.88 and
     one holding 3% kept 4e-4, minibatch after minibatch."""
+
     def neg(u):
         beta = np.maximum(sticks_to_beta(u), 1e-300)
         f, g = objective(beta)
@@ -160,9 +163,14 @@ def optimize_beta(beta0, objective):
         return -f, -du
 
     f0 = objective(beta0)[0]
-    res = minimize(neg, beta_to_sticks(beta0), jac=True, method="L-BFGS-B",
-                   bounds=[(-STICK_LOGIT_BOUND, STICK_LOGIT_BOUND)] * (len(beta0) - 1),
-                   options=dict(maxiter=200, ftol=1e-10, gtol=1e-6))
+    res = minimize(
+        neg,
+        beta_to_sticks(beta0),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(-STICK_LOGIT_BOUND, STICK_LOGIT_BOUND)] * (len(beta0) - 1),
+        options=dict(maxiter=200, ftol=1e-10, gtol=1e-6),
+    )
     beta = np.maximum(sticks_to_beta(res.x), 1e-300)
     if not (np.all(np.isfinite(beta)) and objective(beta)[0] >= f0):
         return beta0.copy()
@@ -175,8 +183,8 @@ def _newton_log(f, d1, d2, x, lo, hi):
     x = float(min(max(x, lo), hi))
     fx = f(x)
     for _ in range(NEWTON_STEPS):
-        g1 = x * d1(x)                      # df/dy
-        g2 = x * d1(x) + x * x * d2(x)      # d2f/dy2
+        g1 = x * d1(x)  # df/dy
+        g2 = x * d1(x) + x * x * d2(x)  # d2f/dy2
         step = -g1 / g2 if g2 < 0 else np.sign(g1)
         step = float(np.clip(step, -2.0, 2.0))
         improved = False
@@ -226,18 +234,21 @@ def newton_alpha_collapsed(alpha, beta, n, lengths, weight=1.0):
 
     def f(a):
         ab = a * b
-        return weight * (len(lengths) * gammaln(a) - gammaln(a + lengths).sum()
-                         + (gammaln(ab + n) - gammaln(ab)).sum())
+        return weight * (len(lengths) * gammaln(a) - gammaln(a + lengths).sum() + (gammaln(ab + n) - gammaln(ab)).sum())
 
     def d1(a):
         ab = a * b
-        return weight * (len(lengths) * digamma(a) - digamma(a + lengths).sum()
-                         + ((digamma(ab + n) - digamma(ab)) @ b).sum())
+        return weight * (
+            len(lengths) * digamma(a) - digamma(a + lengths).sum() + ((digamma(ab + n) - digamma(ab)) @ b).sum()
+        )
 
     def d2(a):
         ab = a * b
-        return weight * (len(lengths) * polygamma(1, a) - polygamma(1, a + lengths).sum()
-                         + ((polygamma(1, ab + n) - polygamma(1, ab)) @ (b * b)).sum())
+        return weight * (
+            len(lengths) * polygamma(1, a)
+            - polygamma(1, a + lengths).sum()
+            + ((polygamma(1, ab + n) - polygamma(1, ab)) @ (b * b)).sum()
+        )
 
     return _newton_log(f, d1, d2, alpha, *HYPER_BOUNDS["alpha"])
 
@@ -245,6 +256,7 @@ def newton_alpha_collapsed(alpha, beta, n, lengths, weight=1.0):
 # (H2) eta
 def newton_eta(eta, elog_phi_sum, K, W):
     """eta maximising sum_k [lgamma(W eta) - W lgamma(eta)] + eta sum_k sum_w E[log phi_kw]."""
+
     def f(e):
         return K * (gammaln(W * e) - W * gammaln(e)) + e * elog_phi_sum
 
@@ -285,10 +297,17 @@ class _VariationalHdp(Model):
     """What the three models share: options, lambda/beta*/hyperparameters, snapshot, bound."""
 
     eval_method = "vb"
-    limits = {**Model.limits, "alpha": PRIOR, "gamma": PRIOR, "eta": PRIOR, "hyper_burn_in": NONNEGATIVE,
-              "local_tol": PRIOR, "tau": POSITIVE}  # rho_t = (tau + t)^-kappa from t = 0
+    limits = {
+        **Model.limits,
+        "alpha": PRIOR,
+        "gamma": PRIOR,
+        "eta": PRIOR,
+        "hyper_burn_in": NONNEGATIVE,
+        "local_tol": PRIOR,
+        "tau": POSITIVE,
+    }  # rho_t = (tau + t)^-kappa from t = 0
     doc_topic_bytes = 0  # hdp-batch keeps theta (D x K) dense: see BatchHdp
-    equal_start = True   # initial beta*: equal shares (fixed truncation) or the GEM prior mean
+    equal_start = True  # initial beta*: equal shares (fixed truncation) or the GEM prior mean
     defaults = {
         "K": 100,
         "alpha": 10.0,
@@ -376,9 +395,22 @@ class _VariationalHdp(Model):
         phi = np.zeros((len(mb.wid) if keep_phi else 0, K))
         doc_elbo = np.zeros(mb.S)
         doc_iters = np.zeros(mb.S, dtype=np.int64)
-        kern.e_step(mb.ptr, mb.wid, mb.cnt, elog, alpha, alpha * beta, theta, init_theta,
-                    self.opts["local_iterations"] if max_iter is None else max_iter, self.opts["local_tol"],
-                    sstats, phi, doc_elbo, doc_iters)
+        kern.e_step(
+            mb.ptr,
+            mb.wid,
+            mb.cnt,
+            elog,
+            alpha,
+            alpha * beta,
+            theta,
+            init_theta,
+            self.opts["local_iterations"] if max_iter is None else max_iter,
+            self.opts["local_tol"],
+            sstats,
+            phi,
+            doc_elbo,
+            doc_iters,
+        )
         return sstats, phi, doc_elbo, doc_iters
 
     def _sort_topics(self, *columns_of):
@@ -395,8 +427,8 @@ class _VariationalHdp(Model):
 
     def _beta_hat(self, theta, n, weight):
         """beta-hat on the documents of theta (S, K+1) / n (S, K), weighted by ``weight``."""
-        K = self.K
         if self.opts["global_update"] == "joint":
+
             def objective(b):
                 return beta_objective(b, n, weight, self.alpha, self.gamma)
         else:
@@ -404,6 +436,7 @@ class _VariationalHdp(Model):
 
             def objective(b):
                 return beta_objective_fixed_theta(b, weight * elps, weight * theta.shape[0], self.alpha, self.gamma)
+
         return optimize_beta(self.beta, objective)
 
     def _alpha_hat(self, theta, n, beta, weight):
@@ -428,8 +461,9 @@ class _VariationalHdp(Model):
             "beta_remainder": float(self.beta[-1]),
             "topics": self.K,
         }
-        return Snapshot(phi=phi, alpha=self.alpha * self.beta[:-1], topic_weight=weight, vocab=self.corpus.vocab,
-                        meta=meta)
+        return Snapshot(
+            phi=phi, alpha=self.alpha * self.beta[:-1], topic_weight=weight, vocab=self.corpus.vocab, meta=meta
+        )
 
     def _base_state(self):
         return {
@@ -444,8 +478,7 @@ class _VariationalHdp(Model):
         }
 
     def _load_base(self, arrays):
-        missing = [k for k in ("lam", "beta", "hyper", "rng", "iteration", "documents_seen", "seed")
-                   if k not in arrays]
+        missing = [k for k in ("lam", "beta", "hyper", "rng", "iteration", "documents_seen", "seed") if k not in arrays]
         if missing:
             raise InputError(f"{self.name} state lacks {', '.join(missing)}")
         version = int(arrays.get("version", STATE_VERSION))
@@ -520,7 +553,7 @@ class OnlineHdp(_VariationalHdp):
                 kern.shuffle(self.rng, 0, self.order)
                 self.cursor = 0
             take = min(size - len(out), self.D - self.cursor)
-            out.extend(self.order[self.cursor:self.cursor + take].tolist())
+            out.extend(self.order[self.cursor : self.cursor + take].tolist())
             self.cursor += take
         return np.array(out, dtype=np.int64)
 
@@ -580,16 +613,49 @@ class OnlineHdp(_VariationalHdp):
                 lam_now = combine(eta, hist, mb.words, mbstats)
                 sstats, phi, _, _ = self._local_step(mb, theta, False, True, lam=lam_now, alpha=alpha, beta=beta_new)
                 mbstats = (rho * scale) * sstats
-            state = MoveState(mb, self.W, scale, rho, alpha, eta, gamma, hist, mbstats, bhist, bmb, phi,
-                              theta, o["split_iterations"], o["split_local_iterations"], o["local_tol"])
-            counts = run_moves(state, lambda: uniform(self.rng, 1), o["max_splits"], o["split_tries"],
-                               o["merge_tries"], o["merge_threshold"], o["max_topics"], o["move_margin"],
-                               o["unused_share"], o["split_init"])
+            state = MoveState(
+                mb,
+                self.W,
+                scale,
+                rho,
+                alpha,
+                eta,
+                gamma,
+                hist,
+                mbstats,
+                bhist,
+                bmb,
+                phi,
+                theta,
+                o["split_iterations"],
+                o["split_local_iterations"],
+                o["local_tol"],
+            )
+            counts = run_moves(
+                state,
+                lambda: uniform(self.rng, 1),
+                o["max_splits"],
+                o["split_tries"],
+                o["merge_tries"],
+                o["merge_threshold"],
+                o["max_topics"],
+                o["move_margin"],
+                o["unused_share"],
+                o["split_init"],
+            )
             hist, mbstats, bhist, bmb = state.hist, state.mbstats, state.bhist, state.bmb
             metrics.update(counts)
         elif self.moves:
-            metrics.update(splits_tried=0, splits_accepted=0, merges_tried=0, merges_accepted=0, unused_tried=0,
-                           unused_merged=0, pruned=0, moves_delta=0.0)
+            metrics.update(
+                splits_tried=0,
+                splits_accepted=0,
+                merges_tried=0,
+                merges_accepted=0,
+                unused_tried=0,
+                unused_merged=0,
+                pruned=0,
+                moves_delta=0.0,
+            )
 
         self.lam = combine(eta, hist, mb.words, mbstats)
         beta = np.maximum(bhist + bmb, BETA_FLOOR)
@@ -653,9 +719,20 @@ class OnlineHdpSplitMerge(OnlineHdp):
     number of topics."""
 
     name = "hdp-online-sm"
-    defaults = dict(OnlineHdp.defaults, max_splits=3, split_tries=6, split_iterations=6,
-                    split_local_iterations=10, merge_tries=10, merge_threshold=0.6, max_topics=1000,
-                    moves_after=1, move_margin=0.0, unused_share=1e-3, split_init="seed")
+    defaults = dict(
+        OnlineHdp.defaults,
+        max_splits=3,
+        split_tries=6,
+        split_iterations=6,
+        split_local_iterations=10,
+        merge_tries=10,
+        merge_threshold=0.6,
+        max_topics=1000,
+        moves_after=1,
+        move_margin=0.0,
+        unused_share=1e-3,
+        split_init="seed",
+    )
     moves = True
     equal_start = False
 
@@ -755,8 +832,7 @@ class BatchHdp(_VariationalHdp):
 
     def state(self):
         s = self._base_state()
-        s.update(theta=self.theta.copy(), theta_ready=np.bool_(self.theta_ready),
-                 last_elbo=np.float64(self.last_elbo))
+        s.update(theta=self.theta.copy(), theta_ready=np.bool_(self.theta_ready), last_elbo=np.float64(self.last_elbo))
         return s
 
     @classmethod

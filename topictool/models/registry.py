@@ -3,6 +3,7 @@
 Entries are import paths so that ``topictool --help`` does not import (and
 compile) every model's kernels.
 """
+
 import importlib
 
 from ..errors import InputError

@@ -50,6 +50,7 @@ topics it touches and log p(beta*), so ``delta`` is computed from those;
 A proposal builds new arrays and never writes to the current ones: a rejected
 move leaves every array exactly as it was.
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,11 +74,12 @@ def stick_prior(beta, gamma):
 @dataclass
 class Minibatch:
     """Documents of a minibatch as local CSR arrays over their distinct words."""
-    docs: np.ndarray    # (S,) document ids
-    ptr: np.ndarray     # (S+1,) int64
-    wid: np.ndarray     # (nnz,) int64 index into words
-    cnt: np.ndarray     # (nnz,) float64
-    words: np.ndarray   # (U,) int64 vocabulary ids
+
+    docs: np.ndarray  # (S,) document ids
+    ptr: np.ndarray  # (S+1,) int64
+    wid: np.ndarray  # (nnz,) int64 index into words
+    cnt: np.ndarray  # (nnz,) float64
+    words: np.ndarray  # (U,) int64 vocabulary ids
 
     @classmethod
     def of(cls, corpus, docs):
@@ -105,10 +107,10 @@ class Minibatch:
 
 @dataclass
 class Proposal:
-    kind: str           # "split" or "merge"
-    topics: tuple       # (k,) for a split, (k1, k2) for a merge
-    delta: float        # change of the minibatch bound
-    arrays: dict        # the new columns
+    kind: str  # "split" or "merge"
+    topics: tuple  # (k,) for a split, (k1, k2) for a merge
+    delta: float  # change of the minibatch bound
+    arrays: dict  # the new columns
 
 
 class MoveState:
@@ -121,8 +123,25 @@ class MoveState:
     alpha, eta, gamma: hyperparameters; scale = D/|S|; rho = rho_t.
     """
 
-    def __init__(self, mb, W, scale, rho, alpha, eta, gamma, hist, mbstats, bhist, bmb, phi, theta,
-                 split_iterations=5, split_local_iterations=20, local_tol=1e-3):
+    def __init__(
+        self,
+        mb,
+        W,
+        scale,
+        rho,
+        alpha,
+        eta,
+        gamma,
+        hist,
+        mbstats,
+        bhist,
+        bmb,
+        phi,
+        theta,
+        split_iterations=5,
+        split_local_iterations=20,
+        local_tol=1e-3,
+    ):
         self.mb = mb
         self.W = int(W)
         self.scale = float(scale)
@@ -168,16 +187,25 @@ class MoveState:
         kern.expected_log_topics(lam, self.mb.words, self.elog)
         tsum = self.theta.sum(axis=1)
         from scipy.special import digamma
+
         self.psi_sum = digamma(tsum)
-        self.col = self._columns(self.phi, self.theta[:, :self.K], self.alpha * self.beta[:self.K], self.elog)
+        self.col = self._columns(self.phi, self.theta[:, : self.K], self.alpha * self.beta[: self.K], self.elog)
         self.T = np.empty(self.K)
         kern.topic_terms(lam, self.eta, self.T, np.empty(self.K))
 
     def _columns(self, phi, theta, ab, elog):
         out = np.empty(phi.shape[1])
-        kern.column_terms(self.mb.ptr, self.mb.wid, self.mb.cnt, np.ascontiguousarray(phi),
-                          np.ascontiguousarray(theta), np.ascontiguousarray(ab), np.ascontiguousarray(elog),
-                          self.psi_sum, out)
+        kern.column_terms(
+            self.mb.ptr,
+            self.mb.wid,
+            self.mb.cnt,
+            np.ascontiguousarray(phi),
+            np.ascontiguousarray(theta),
+            np.ascontiguousarray(ab),
+            np.ascontiguousarray(elog),
+            self.psi_sum,
+            out,
+        )
         return out
 
     def _topic_terms(self, rows):
@@ -204,8 +232,17 @@ class MoveState:
         tsum = self.theta.sum(axis=1)
         psi_sum = digamma(tsum)
         col = np.empty(K)
-        kern.column_terms(self.mb.ptr, self.mb.wid, self.mb.cnt, np.ascontiguousarray(self.phi),
-                          np.ascontiguousarray(self.theta[:, :K]), np.ascontiguousarray(ab[:K]), elog, psi_sum, col)
+        kern.column_terms(
+            self.mb.ptr,
+            self.mb.wid,
+            self.mb.cnt,
+            np.ascontiguousarray(self.phi),
+            np.ascontiguousarray(self.theta[:, :K]),
+            np.ascontiguousarray(ab[:K]),
+            elog,
+            psi_sum,
+            col,
+        )
         rem = self.theta[:, K]
         rem_terms = gammaln(rem) - gammaln(ab[K]) + (ab[K] - rem) * (digamma(rem) - psi_sum)
         docs = gammaln(self.alpha) - gammaln(tsum) + rem_terms
@@ -263,8 +300,21 @@ class MoveState:
         for _ in range(self.split_iterations):
             elog_a = self._elog_from_parts(hist_a, mb_a, sum_hist_a)
             elog_b = self._elog_from_parts(hist_b, mb_b, 0.0)
-            kern.split_local(mb.ptr, mb.wid, mb.cnt, mass, elog_a, elog_b, alpha * beta_a, alpha * beta_b,
-                             theta_a, theta_b, phi_a, self.split_local_iterations, self.local_tol)
+            kern.split_local(
+                mb.ptr,
+                mb.wid,
+                mb.cnt,
+                mass,
+                elog_a,
+                elog_b,
+                alpha * beta_a,
+                alpha * beta_b,
+                theta_a,
+                theta_b,
+                phi_a,
+                self.split_local_iterations,
+                self.local_tol,
+            )
             stats_a = mb.word_sums(phi_a)
             stats_b = np.maximum(stats_k - stats_a, 0.0)
             n_a, n_b = stats_a.sum(), stats_b.sum()
@@ -283,16 +333,32 @@ class MoveState:
         row_b = self._lam_row(hist_b, mb_b)
         rows = np.vstack([row_a, row_b])
         elog = self._elog_rows(rows)
-        cols = self._columns(np.column_stack([phi_a, phi_b]), np.column_stack([theta_a, theta_b]),
-                             np.array([alpha * beta_a, alpha * beta_b]), elog)
+        cols = self._columns(
+            np.column_stack([phi_a, phi_b]),
+            np.column_stack([theta_a, theta_b]),
+            np.array([alpha * beta_a, alpha * beta_b]),
+            elog,
+        )
         T = self._topic_terms(rows)
-        beta_new = np.concatenate([self.beta[:k], [beta_a], self.beta[k + 1:-1], [beta_b], self.beta[-1:]])
-        delta = (T.sum() - self.T[k] + self.scale * (cols.sum() - self.col[k])
-                 + stick_prior(beta_new, self.gamma) - stick_prior(self.beta, self.gamma))
-        arrays = dict(hist=(hist_a, hist_b), mbstats=(mb_a, mb_b),
-                      bhist=(bh, 0.0),
-                      bmb=(bm * share_a, bm * (1.0 - share_a)), phi=(phi_a, phi_b),
-                      theta=(theta_a, theta_b), elog=(elog[:, 0], elog[:, 1]), col=tuple(cols), T=tuple(T))
+        beta_new = np.concatenate([self.beta[:k], [beta_a], self.beta[k + 1 : -1], [beta_b], self.beta[-1:]])
+        delta = (
+            T.sum()
+            - self.T[k]
+            + self.scale * (cols.sum() - self.col[k])
+            + stick_prior(beta_new, self.gamma)
+            - stick_prior(self.beta, self.gamma)
+        )
+        arrays = dict(
+            hist=(hist_a, hist_b),
+            mbstats=(mb_a, mb_b),
+            bhist=(bh, 0.0),
+            bmb=(bm * share_a, bm * (1.0 - share_a)),
+            phi=(phi_a, phi_b),
+            theta=(theta_a, theta_b),
+            elog=(elog[:, 0], elog[:, 1]),
+            col=tuple(cols),
+            T=tuple(T),
+        )
         return Proposal("split", (k,), float(delta), arrays)
 
     def _elog_from_parts(self, hist_row, mb_col, sum_hist):
@@ -392,10 +458,25 @@ class MoveState:
         beta = self.beta
         keep = [k for k in range(self.K) if k not in (a, b)]
         beta_new = np.concatenate([beta[keep], [bh + bm], beta[-1:]])
-        delta = (T[0] - self.T[a] - self.T[b] + self.scale * (col[0] - self.col[a] - self.col[b])
-                 + stick_prior(beta_new, self.gamma) - stick_prior(beta, self.gamma))
-        arrays = dict(hist=hist_m, mbstats=mb_m, bhist=bh, bmb=bm, phi=phi_m, theta=theta_m,
-                      elog=elog[:, 0], col=float(col[0]), T=float(T[0]))
+        delta = (
+            T[0]
+            - self.T[a]
+            - self.T[b]
+            + self.scale * (col[0] - self.col[a] - self.col[b])
+            + stick_prior(beta_new, self.gamma)
+            - stick_prior(beta, self.gamma)
+        )
+        arrays = dict(
+            hist=hist_m,
+            mbstats=mb_m,
+            bhist=bh,
+            bmb=bm,
+            phi=phi_m,
+            theta=theta_m,
+            elog=elog[:, 0],
+            col=float(col[0]),
+            T=float(T[0]),
+        )
         return Proposal("merge", (a, b), float(delta), arrays)
 
     # -- applying an accepted move ----------------------------------------------------
@@ -407,8 +488,17 @@ class MoveState:
         return self._apply_merge(p)
 
     # the state's arrays that have a topic axis, with that axis
-    _TOPIC_AXES = (("hist", 0), ("mbstats", 1), ("bhist", 0), ("bmb", 0), ("phi", 1), ("theta", 1),
-                   ("elog", 1), ("col", 0), ("T", 0))
+    _TOPIC_AXES = (
+        ("hist", 0),
+        ("mbstats", 1),
+        ("bhist", 0),
+        ("bmb", 0),
+        ("phi", 1),
+        ("theta", 1),
+        ("elog", 1),
+        ("col", 0),
+        ("T", 0),
+    )
 
     def _rewrite(self, new, at, pick, reshape):
         """For every array with a topic axis: a copy with topic ``at`` set to pick(new[name]),
@@ -433,27 +523,46 @@ class MoveState:
         a, b = p.topics
         self._rewrite(p.arrays, a, lambda v: v, lambda arr, v, axis: np.delete(arr, b, axis=axis))
         keep = self.ids[a]
-        self.ids = self.ids[:b] + self.ids[b + 1:]
+        self.ids = self.ids[:b] + self.ids[b + 1 :]
         return (keep,)
 
     def arrays(self):
         """The state arrays (for tests: a rejected move must leave them bit-for-bit equal)."""
-        return dict(hist=self.hist, mbstats=self.mbstats, bhist=self.bhist, bmb=self.bmb,
-                    phi=self.phi, theta=self.theta)
+        return dict(
+            hist=self.hist, mbstats=self.mbstats, bhist=self.bhist, bmb=self.bmb, phi=self.phi, theta=self.theta
+        )
 
 
-def run_moves(state, rng_uniform, max_splits, split_tries, merge_tries, merge_threshold, max_topics, margin=0.0,
-              unused_share=1e-3, split_init="seed", log=None):
+def run_moves(
+    state,
+    rng_uniform,
+    max_splits,
+    split_tries,
+    merge_tries,
+    merge_threshold,
+    max_topics,
+    margin=0.0,
+    unused_share=1e-3,
+    split_init="seed",
+    log=None,
+):
     """Propose splits, then merges, on ``state`` (a MoveState), accepting each that raises L_S by
     more than ``margin`` nats (and by more than rounding). Split candidates are drawn without
     replacement with probability proportional to their minibatch token counts, using
     ``rng_uniform()`` (a draw in [0, 1) from the model's stream); merge candidates come from
     ``merge_candidates``, recomputed after every accepted merge; before them, every topic in
     ``unused_topics(unused_share)`` is proposed once for merging into its nearest topic. A topic
-    takes part in at most one accepted split or correlated merge per minibatch. Returns a dict of counts; ``log`` (a list) receives
-    (kind, topics, delta) of every proposal."""
-    counts = dict(splits_tried=0, splits_accepted=0, merges_tried=0, merges_accepted=0, unused_tried=0,
-                  unused_merged=0, moves_delta=0.0)
+    takes part in at most one accepted split or correlated merge per minibatch. Returns a dict of
+    counts; ``log`` (a list) receives (kind, topics, delta) of every proposal."""
+    counts = dict(
+        splits_tried=0,
+        splits_accepted=0,
+        merges_tried=0,
+        merges_accepted=0,
+        unused_tried=0,
+        unused_merged=0,
+        moves_delta=0.0,
+    )
     touched = set()
     tol = 1e-9 * max(1.0, abs(state.col.sum() * state.scale))
 
@@ -500,8 +609,9 @@ def run_moves(state, rng_uniform, max_splits, split_tries, merge_tries, merge_th
     # arbitrary one, and a merge pours the unused topic's history into it.
     rejected, tried = set(), set()
     while True:
-        small = [k for k in state.unused_topics(unused_share)
-                 if state.ids[k] not in touched and state.ids[k] not in tried]
+        small = [
+            k for k in state.unused_topics(unused_share) if state.ids[k] not in touched and state.ids[k] not in tried
+        ]
         if not small:
             break
         k = small[0]

@@ -30,6 +30,7 @@ Hyper-parameters: b_psi_k is sampled per topic from
     sum_d [log (b|a)_{S_dk} - log (b)_{N_dk}] + log prior(b),
 a_psi from sum_{d,k} log (b_k|a)_{S_dk} + sum_{d,w,k} log S^{n_wk}_{s_wk,a} (hyper.py).
 """
+
 import numba
 import numpy as np
 
@@ -76,7 +77,7 @@ def burst_statistics(doc_ptr, counts, z, r, K, n_slots, topic_k, topic_N, topic_
         for e in range(doc_ptr[d], doc_ptr[d + 1]):
             c = counts[e]
             first = i
-            for j in range(c):
+            for _ in range(c):
                 k = z[i]
                 N_k[k] += 1
                 if r[i]:

@@ -11,6 +11,7 @@ beta [-B value] = 0.01 per word (hca samples the total W beta), burst [-Sbdk], b
 [ad] = 0.5 (the manual's -Sad=0.5), burst_concentration [bdk] = 100, sample_hyper_every = 3,
 sample_discount_every = 11, fix (comma-separated names held fixed, hca's -F).
 """
+
 from . import sampler
 from .model import COMMON_DEFAULTS, HcaGibbs
 

@@ -18,6 +18,7 @@ hca's choices are kept: concentrations have a Gamma(shape 1.1, scale 1) prior an
 [0.001, 10000]; discounts are uniform on [0.01, 0.98]; the per-word Dirichlet beta is
 flat on [1e-4, 1] (hca samples the total W beta).
 """
+
 import math
 
 import numpy as np
@@ -82,25 +83,30 @@ def dirichlet_logpdf(beta, count_values, count_freq, n_k, W):
 def sample_concentration(b, a, T, N, rng):
     keep = np.asarray(N) > 0
     T, N = np.asarray(T)[keep], np.asarray(N)[keep]
-    return slice_sample(lambda x: concentration_logpdf(x, a, T, N), b, CONCENTRATION_MIN, CONCENTRATION_MAX,
-                        rng, log_scale=True)
+    return slice_sample(
+        lambda x: concentration_logpdf(x, a, T, N), b, CONCENTRATION_MIN, CONCENTRATION_MAX, rng, log_scale=True
+    )
 
 
 def sample_discount(a, b, T, pairs, rng):
-    return slice_sample(lambda x: discount_logpdf(x, b, T, pairs), a, DISCOUNT_MIN, DISCOUNT_MAX, rng,
-                        width=0.1)
+    return slice_sample(lambda x: discount_logpdf(x, b, T, pairs), a, DISCOUNT_MIN, DISCOUNT_MAX, rng, width=0.1)
 
 
 def sample_root_concentration(b0, a0, counts, rng):
     used = int(np.count_nonzero(counts))
     total = int(np.sum(counts))
-    return slice_sample(lambda x: root_concentration_logpdf(x, a0, used, total), b0, CONCENTRATION_MIN,
-                        CONCENTRATION_MAX, rng, log_scale=True)
+    return slice_sample(
+        lambda x: root_concentration_logpdf(x, a0, used, total),
+        b0,
+        CONCENTRATION_MIN,
+        CONCENTRATION_MAX,
+        rng,
+        log_scale=True,
+    )
 
 
 def sample_root_discount(a0, b0, counts, rng):
-    return slice_sample(lambda x: root_discount_logpdf(x, b0, counts), a0, DISCOUNT_MIN, DISCOUNT_MAX, rng,
-                        width=0.1)
+    return slice_sample(lambda x: root_discount_logpdf(x, b0, counts), a0, DISCOUNT_MIN, DISCOUNT_MAX, rng, width=0.1)
 
 
 def sample_dirichlet_beta(beta, n_kw, n_k, rng):
@@ -110,5 +116,6 @@ def sample_dirichlet_beta(beta, n_kw, n_k, rng):
     freq = freq.astype(np.float64)
     W = n_kw.shape[0]
     n_k = np.asarray(n_k, dtype=np.float64)
-    return slice_sample(lambda x: dirichlet_logpdf(x, values, freq, n_k, W), beta, BETA_MIN, BETA_MAX, rng,
-                        log_scale=True)
+    return slice_sample(
+        lambda x: dirichlet_logpdf(x, values, freq, n_k, W), beta, BETA_MIN, BETA_MAX, rng, log_scale=True
+    )

@@ -15,6 +15,7 @@ version (per-thread count deltas merged after each sweep, as lda-gibbs does) wou
 need per-thread copies of the W x K table counts and of the cached factors, and on the
 2-core machines we measure on it is not worth it yet.
 """
+
 import math
 
 import numpy as np
@@ -27,27 +28,33 @@ from ..base import DISCOUNT, NONNEGATIVE, PRIOR, Model
 from . import hyper as hp
 from . import sampler as smp
 from .burst import burst_statistics, max_in_document_count, max_slots
-from .pyp import (log_binomial, log_pochhammer, log_rising, node_log_factor, pyp_estimate, root_estimate,
-                  root_log_factor)
+from .pyp import log_binomial, log_pochhammer, log_rising, node_log_factor, pyp_estimate, root_estimate, root_log_factor
 
 STATE_VERSION = 1
 
 # option name -> index in the hyper array (sampler.H_*)
 HYPER_INDEX = {
-    "a_theta": smp.H_A_THETA, "b_theta": smp.H_B_THETA, "a_alpha": smp.H_A_ALPHA, "b_alpha": smp.H_B_ALPHA,
-    "beta": smp.H_BETA, "a_phi": smp.H_A_PHI, "b_phi": smp.H_B_PHI, "a_beta": smp.H_A_BETA,
-    "b_beta": smp.H_B_BETA, "burst_discount": smp.H_A_PSI,
+    "a_theta": smp.H_A_THETA,
+    "b_theta": smp.H_B_THETA,
+    "a_alpha": smp.H_A_ALPHA,
+    "b_alpha": smp.H_B_ALPHA,
+    "beta": smp.H_BETA,
+    "a_phi": smp.H_A_PHI,
+    "b_phi": smp.H_B_PHI,
+    "a_beta": smp.H_A_BETA,
+    "b_beta": smp.H_B_BETA,
+    "burst_discount": smp.H_A_PSI,
 }
 DISCOUNTS = ("a_theta", "a_alpha", "a_phi", "a_beta", "burst_discount")
 CONCENTRATIONS = ("b_theta", "b_alpha", "b_phi", "b_beta", "burst_concentration")
 
 COMMON_DEFAULTS = {
-    "burst": False,                 # the burstiness front end (burst.py)
-    "burst_discount": 0.5,          # a_psi (hca: ad; the manual's -Sad=0.5; 0 = Dirichlet process, held fixed)
-    "burst_concentration": 100.0,   # initial b_psi_k for every topic (hca: bdk)
-    "sample_hyper_every": 3,        # concentrations (and beta) every this many sweeps; 0 = never
-    "sample_discount_every": 11,    # discounts every this many sweeps; 0 = never
-    "fix": "",                      # comma-separated hyper-parameters to hold fixed (hca's -F)
+    "burst": False,  # the burstiness front end (burst.py)
+    "burst_discount": 0.5,  # a_psi (hca: ad; the manual's -Sad=0.5; 0 = Dirichlet process, held fixed)
+    "burst_concentration": 100.0,  # initial b_psi_k for every topic (hca: bdk)
+    "sample_hyper_every": 3,  # concentrations (and beta) every this many sweeps; 0 = never
+    "sample_discount_every": 11,  # discounts every this many sweeps; 0 = never
+    "fix": "",  # comma-separated hyper-parameters to hold fixed (hca's -F)
 }
 
 
@@ -55,9 +62,13 @@ class HcaGibbs(Model):
     """Base class; subclasses set name, defaults and WORD_MODE."""
 
     WORD_MODE = smp.WORD_DIRICHLET
-    limits = {**Model.limits, **{k: PRIOR for k in (*CONCENTRATIONS, "beta")},
-              **{k: DISCOUNT for k in DISCOUNTS}, "sample_hyper_every": NONNEGATIVE,
-              "sample_discount_every": NONNEGATIVE}
+    limits = {
+        **Model.limits,
+        **{k: PRIOR for k in (*CONCENTRATIONS, "beta")},
+        **{k: DISCOUNT for k in DISCOUNTS},
+        "sample_hyper_every": NONNEGATIVE,
+        "sample_discount_every": NONNEGATIVE,
+    }
     doc_topic_bytes = 4
 
     # -- construction -----------------------------------------------------------
@@ -71,7 +82,7 @@ class HcaGibbs(Model):
         if self.burst:
             self.r[:] = 1
         if self.pyp_words:
-            self.Aw[:] = 1.0   # pyp.indicator_weights of an empty cell: (A, B) = (1, 0)
+            self.Aw[:] = 1.0  # pyp.indicator_weights of an empty cell: (A, B) = (1, 0)
         self._run_sweep(adding=True)
         self._compute_extent()
 
@@ -117,9 +128,10 @@ class HcaGibbs(Model):
         self.n_slots = max_slots(corpus) if self.burst else 0
         lengths = np.diff(self.token_ptr)
         # the largest counts a table can be asked for (rows beyond these are never needed)
-        self.bounds = np.array([int(lengths.max()) + 1,
-                                int(corpus.word_counts().max()) + 1,
-                                max_in_document_count(corpus) + 1], dtype=np.int64)
+        self.bounds = np.array(
+            [int(lengths.max()) + 1, int(corpus.word_counts().max()) + 1, max_in_document_count(corpus) + 1],
+            dtype=np.int64,
+        )
         self.extent = np.zeros(6, dtype=np.int64)
         self.stats = np.zeros(2, dtype=np.int64)
         self.tables = {
@@ -174,8 +186,11 @@ class HcaGibbs(Model):
     def _grow_tables(self):
         ext = self.extent
         grew = False
-        for name, xn, xt, bound in (("theta", smp.X_N_THETA, smp.X_T_THETA, 0), ("phi", smp.X_N_PHI, smp.X_T_PHI, 1),
-                                    ("psi", smp.X_N_PSI, smp.X_T_PSI, 2)):
+        for name, xn, xt, bound in (
+            ("theta", smp.X_N_THETA, smp.X_T_THETA, 0),
+            ("phi", smp.X_N_PHI, smp.X_T_PHI, 1),
+            ("psi", smp.X_N_PSI, smp.X_T_PSI, 2),
+        ):
             if name == "phi" and not self.pyp_words or name == "psi" and not self.burst:
                 continue
             tab = self.tables[name]
@@ -191,11 +206,37 @@ class HcaGibbs(Model):
         d, i = 0, 0
         while True:
             status, d, i = smp.sweep(
-                adding, d, i, self.token_ptr, self.doc_ptr, self.word_ids, self.counts, self.z, self.r,
-                self.t_dk, self.n_kw, self.n_k, self.t_kw, self.Aw, self.Bw, self.TW_k, self.TwT, self.T_k,
-                self._R("theta"), self._R("phi", self.pyp_words), self._R("psi", self.burst), self.hyper,
-                self.b_psi, self.WORD_MODE, self.burst, self.n_slots, self.extent, self.bounds, self.rng,
-                self.stats)
+                adding,
+                d,
+                i,
+                self.token_ptr,
+                self.doc_ptr,
+                self.word_ids,
+                self.counts,
+                self.z,
+                self.r,
+                self.t_dk,
+                self.n_kw,
+                self.n_k,
+                self.t_kw,
+                self.Aw,
+                self.Bw,
+                self.TW_k,
+                self.TwT,
+                self.T_k,
+                self._R("theta"),
+                self._R("phi", self.pyp_words),
+                self._R("psi", self.burst),
+                self.hyper,
+                self.b_psi,
+                self.WORD_MODE,
+                self.burst,
+                self.n_slots,
+                self.extent,
+                self.bounds,
+                self.rng,
+                self.stats,
+            )
             if status == smp.STATUS_DONE:
                 break
             self._grow_tables()
@@ -269,7 +310,7 @@ class HcaGibbs(Model):
             bounds = np.searchsorted(topic_k[order], np.arange(self.K + 1))
             a_psi = h[smp.H_A_PSI]
             for k in range(self.K):
-                sel = order[bounds[k]:bounds[k + 1]]
+                sel = order[bounds[k] : bounds[k + 1]]
                 self.b_psi[k] = hp.sample_concentration(self.b_psi[k], a_psi, topic_S[sel], topic_N[sel], rng)
             done.append("burst_concentration")
         return done
@@ -314,8 +355,20 @@ class HcaGibbs(Model):
         pair_k = np.empty(n, dtype=np.int64)
         pair_n = np.empty(n, dtype=np.int64)
         pair_s = np.empty(n, dtype=np.int64)
-        nt, npair = burst_statistics(self.doc_ptr, self.counts, self.z, self.r, self.K, self.n_slots,
-                                     topic_k, topic_N, topic_S, pair_k, pair_n, pair_s)
+        nt, npair = burst_statistics(
+            self.doc_ptr,
+            self.counts,
+            self.z,
+            self.r,
+            self.K,
+            self.n_slots,
+            topic_k,
+            topic_N,
+            topic_S,
+            pair_k,
+            pair_n,
+            pair_s,
+        )
         return (topic_k[:nt], topic_N[:nt], topic_S[:nt], pair_k[:npair], pair_n[:npair], pair_s[:npair])
 
     def hyperparameters(self, summary=False):
@@ -401,7 +454,7 @@ class HcaGibbs(Model):
                 ll += node_log_factor(self.n_kw[:, k], self.t_kw[:, k], h[smp.H_A_PHI], h[smp.H_B_PHI], R)
             ll += root_log_factor(self.TwT, h[smp.H_A_BETA], h[smp.H_B_BETA])
             used = int(np.count_nonzero(self.TwT))
-            ll -= math.lgamma(self.W + 1) - math.lgamma(self.W - used + 1)   # labels of the used words
+            ll -= math.lgamma(self.W + 1) - math.lgamma(self.W - used + 1)  # labels of the used words
         else:
             from scipy.special import gammaln
 
@@ -483,8 +536,9 @@ class HcaGibbs(Model):
     def _rebuild_counts(self):
         """Everything derived from (z, r, t_dk, t_kw, hyper): counts, root counts, tables, caches."""
         h = self.hyper
-        self.n_kw[:], self.n_k[:] = smp.word_topic_counts(self.doc_ptr, self.word_ids, self.counts, self.z, self.r,
-                                                          self.burst, self.W, self.K)
+        self.n_kw[:], self.n_k[:] = smp.word_topic_counts(
+            self.doc_ptr, self.word_ids, self.counts, self.z, self.r, self.burst, self.W, self.K
+        )
         self.T_k[:] = self.t_dk.sum(axis=0, dtype=np.int64)
         self.tables["theta"].set_discount(h[smp.H_A_THETA])
         self.tables["phi"].set_discount(h[smp.H_A_PHI])
@@ -506,8 +560,9 @@ class HcaGibbs(Model):
             fail("document tables t_dk violate 1 <= t <= n (or t = 0 when n = 0)")
         if not np.array_equal(self.T_k, t.sum(axis=0, dtype=np.int64)):
             fail("alpha root counts T_k differ from the sum of t_dk over documents")
-        n_kw, n_k = smp.word_topic_counts(self.doc_ptr, self.word_ids, self.counts, self.z, self.r, self.burst,
-                                          self.W, self.K)
+        n_kw, n_k = smp.word_topic_counts(
+            self.doc_ptr, self.word_ids, self.counts, self.z, self.r, self.burst, self.W, self.K
+        )
         if not np.array_equal(n_kw, self.n_kw) or not np.array_equal(n_k, self.n_k):
             fail("n_kw / n_k disagree with the assignments")
         if int(self.n_k.sum()) != (int(self.r.sum()) if self.burst else self.N):

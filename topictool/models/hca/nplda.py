@@ -13,6 +13,7 @@ b_beta [bw0] = 10, burst, burst_discount [ad] = 0.5 (the manual's -Sad=0.5), bur
 [bdk] = 100, sample_hyper_every = 3, sample_discount_every = 11, fix. As in hca, a discount that starts
 at 0 is held at 0 (the process is then a Dirichlet process); others are sampled.
 """
+
 from . import sampler
 from .model import COMMON_DEFAULTS, HcaGibbs
 

@@ -42,6 +42,7 @@ Estimates (paper eq. 5, the CRP posterior mean of a PYP given its counts):
 
     E[p_k | counts] = (n_k - a t_k + (b + a T) p_parent(k)) / (b + N)
 """
+
 import math
 
 import numba

@@ -41,6 +41,7 @@ the largest counts seen so far plus the one customer a token can add; if not it 
 STATUS_GROW with its position, the Python side grows the tables and calls it again
 (no draw has been made for that token yet, so the result does not depend on table sizes).
 """
+
 import numba
 import numpy as np
 
@@ -172,10 +173,38 @@ def fill_word_caches(n_kw, t_kw, R_phi, a_phi, Aw, Bw):
 # One sweep (or, with adding=True, the initial sequential placement of every token with its
 # topic fixed): the algorithm of the module docstring. Returns (status, document, token).
 @numba.njit(cache=True, nogil=True)
-def sweep(adding, d_begin, i_begin, token_ptr, doc_ptr, word_ids, counts, z, r,
-          t_dk, n_kw, n_k, t_kw, Aw, Bw, TW_k, TwT, T_k,
-          R_theta, R_phi, R_psi, hyper, b_psi, word_mode, burst, n_slots,
-          extent, bounds, rng, stats):
+def sweep(
+    adding,
+    d_begin,
+    i_begin,
+    token_ptr,
+    doc_ptr,
+    word_ids,
+    counts,
+    z,
+    r,
+    t_dk,
+    n_kw,
+    n_k,
+    t_kw,
+    Aw,
+    Bw,
+    TW_k,
+    TwT,
+    T_k,
+    R_theta,
+    R_phi,
+    R_psi,
+    hyper,
+    b_psi,
+    word_mode,
+    burst,
+    n_slots,
+    extent,
+    bounds,
+    rng,
+    stats,
+):
     D = doc_ptr.shape[0] - 1
     K = t_dk.shape[1]
     W = n_kw.shape[0]
@@ -235,7 +264,7 @@ def sweep(adding, d_begin, i_begin, token_ptr, doc_ptr, word_ids, counts, z, r,
         slot = 0
         for e in range(doc_ptr[d], doc_ptr[d + 1]):
             c = counts[e]
-            for j in range(c):
+            for _ in range(c):
                 if i < built_end:
                     k = z[i]
                     ndk[k] += 1
@@ -266,7 +295,7 @@ def sweep(adding, d_begin, i_begin, token_ptr, doc_ptr, word_ids, counts, z, r,
             w = word_ids[e]
             c = counts[e]
             sl = slot if (burst and c >= 2) else -1
-            for j in range(c):
+            for _ in range(c):
                 if i < resume:
                     i += 1
                     continue
@@ -347,8 +376,9 @@ def sweep(adding, d_begin, i_begin, token_ptr, doc_ptr, word_ids, counts, z, r,
                                 G = (n_kw[w, kk] + beta) * wk1[kk]
                             if burst:
                                 if sl >= 0 and sw[sl, kk] > 0:
-                                    one, zero = burst_weights(R_psi, a_psi, b_psi[kk], nw[sl, kk], sw[sl, kk],
-                                                              S_k[kk], ndk[kk])
+                                    one, zero = burst_weights(
+                                        R_psi, a_psi, b_psi[kk], nw[sl, kk], sw[sl, kk], S_k[kk], ndk[kk]
+                                    )
                                     G = one * G + zero
                                 else:
                                     G = Z1[kk] * G
@@ -369,8 +399,9 @@ def sweep(adding, d_begin, i_begin, token_ptr, doc_ptr, word_ids, counts, z, r,
                     G = G1
                 rr = 1
                 if burst and sl >= 0 and sw[sl, knew] > 0:
-                    one, zero = burst_weights(R_psi, a_psi, b_psi[knew], nw[sl, knew], sw[sl, knew],
-                                              S_k[knew], ndk[knew])
+                    one, zero = burst_weights(
+                        R_psi, a_psi, b_psi[knew], nw[sl, knew], sw[sl, knew], S_k[knew], ndk[knew]
+                    )
                     rr = 1 if uniform(rng, 0) * (one * G + zero) < one * G else 0
                 u_doc = 1
                 if t_dk[d, knew] > 0:
@@ -465,7 +496,7 @@ def word_topic_counts(doc_ptr, word_ids, counts, z, r, burst, W, K):
     i = 0
     for e in range(word_ids.shape[0]):
         w = word_ids[e]
-        for j in range(counts[e]):
+        for _j in range(counts[e]):
             if (not burst) or r[i]:
                 n_kw[w, z[i]] += 1
                 n_k[z[i]] += 1

@@ -1,6 +1,7 @@
 """What the four variational models share on the Python side: corpus arrays,
 option checks, the state() / from_state() round trip, and metrics; and what the two
 collapsed HDP models (PCVB0, PCSVB0) share on output."""
+
 import numpy as np
 
 from ...errors import InputError
@@ -28,8 +29,9 @@ def check_kappa(opts, name="kappa"):
     """0 < kappa <= 1; (0.5, 1] is the range with the Robbins-Monro guarantee, 0.5 is gensim's default."""
     v = opts[name]
     if not (0.0 < v <= 1.0):
-        raise InputError(f"option {name}={v!r}: must lie in (0, 1] (in (0.5, 1] the step sizes are guaranteed "
-                         f"to converge)")
+        raise InputError(
+            f"option {name}={v!r}: must lie in (0, 1] (in (0.5, 1] the step sizes are guaranteed to converge)"
+        )
 
 
 def check_K(opts):
@@ -63,12 +65,13 @@ class VariationalModel(Model):
     """
 
     eval_method = "vb"
-    limits = {**Model.limits,
-              **{k: PRIOR for k in ("alpha", "beta", "eta", "gamma", "s_c", "s_d", "s_h", "s_phi", "s_theta",
-                                    "local_tol")},
-              # step sizes s / (tau + t)^kappa start at t = 0: tau must be positive
-              **{k: POSITIVE for k in ("tau_c", "tau_d", "tau_h", "tau_phi", "tau_theta", "tau0")},
-              **{k: NONNEGATIVE for k in ("burn_in", "minibatch", "cold_passes")}}
+    limits = {
+        **Model.limits,
+        **{k: PRIOR for k in ("alpha", "beta", "eta", "gamma", "s_c", "s_d", "s_h", "s_phi", "s_theta", "local_tol")},
+        # step sizes s / (tau + t)^kappa start at t = 0: tau must be positive
+        **{k: POSITIVE for k in ("tau_c", "tau_d", "tau_h", "tau_phi", "tau_theta", "tau0")},
+        **{k: NONNEGATIVE for k in ("burn_in", "minibatch", "cold_passes")},
+    }
     doc_topic_bytes = 8
     STATE_VERSION = 1
     _arrays = ()
@@ -151,8 +154,10 @@ class VariationalModel(Model):
             fresh = getattr(self, name)
             a = np.asarray(arrays[name])
             if a.shape != fresh.shape:
-                raise InputError(f"{cls.name} state: {name} has shape {a.shape}, expected {fresh.shape} "
-                                 f"(same corpus and K={self.K}?)")
+                raise InputError(
+                    f"{cls.name} state: {name} has shape {a.shape}, expected {fresh.shape} "
+                    f"(same corpus and K={self.K}?)"
+                )
             if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
                 raise InputError(f"{cls.name} state: {name} has NaN or infinite entries")
             setattr(self, name, np.ascontiguousarray(a, dtype=fresh.dtype).copy())
@@ -185,8 +190,13 @@ class VariationalModel(Model):
         return order
 
     def _meta(self, **extra):
-        meta = {"model": self.name, "options": dict(self.opts), "epoch": self.epoch,
-                "documents_seen": self.documents_seen, "tokens": self.N}
+        meta = {
+            "model": self.name,
+            "options": dict(self.opts),
+            "epoch": self.epoch,
+            "documents_seen": self.documents_seen,
+            "tokens": self.N,
+        }
         meta.update(extra)
         return meta
 
@@ -203,12 +213,17 @@ class CollapsedHdpModel(VariationalModel):
         phi = self.topic_word()
         phi /= phi.sum(axis=1, keepdims=True)
         totals = self.topic_totals()
-        return Snapshot(phi=phi, alpha=self.alpha * self.pi, topic_weight=totals / totals.sum(),
-                        vocab=self.corpus.vocab,
-                        meta=self._meta(alpha=self.alpha, gamma=self.gamma, stick_order=self.order.tolist()))
+        return Snapshot(
+            phi=phi,
+            alpha=self.alpha * self.pi,
+            topic_weight=totals / totals.sum(),
+            vocab=self.corpus.vocab,
+            meta=self._meta(alpha=self.alpha, gamma=self.gamma, stick_order=self.order.tolist()),
+        )
 
     def log_likelihood(self):
         """Training log-likelihood of theta_d ∝ n_dk + alpha pi_k and phi as in the snapshot."""
         phi_wk = np.ascontiguousarray(self.topic_word().T)
-        return float(point_log_likelihood(self.doc_ptr, self.word_ids, self.counts, self.n_dk,
-                                          self.alpha * self.pi, phi_wk))
+        return float(
+            point_log_likelihood(self.doc_ptr, self.word_ids, self.counts, self.n_dk, self.alpha * self.pi, phi_wk)
+        )

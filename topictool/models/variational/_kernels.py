@@ -17,6 +17,7 @@ is ``scale *= (1 - rho)`` (O(1)) and only the target's rows are written,
 ``RESCALE_BELOW`` the scale is folded back into A (O(K W), rare: the product of
 (1 - rho) over many updates). See ``decay_scaled``.
 """
+
 import numba
 import numpy as np
 
@@ -137,7 +138,7 @@ def sequential_init(unit_ptr, unit_words, unit_counts, alpha_pi, beta, rng, row,
             if keep:
                 for k in range(K):
                     q_store[i, k] = 0.0
-            for r in range(m):
+            for _r in range(m):
                 total = 0.0
                 for k in range(K):
                     total += (n_dk[d, k] + alpha_pi[k]) * (n_wk[w, k] + beta) / (n_k[k] + Wbeta)

@@ -28,6 +28,7 @@ changes: s travels with its topic, and v is re-derived in the new order. The
 batch update (S2) is the case rho = 1. So a model stores ``u`` (per topic),
 ``gbar`` and ``order``; ``stick_v`` derives v.
 """
+
 import numba
 import numpy as np
 
@@ -106,7 +107,7 @@ def gamma_solve(order, u, gamma, max_iter, tol):
     for p in range(T - 1, -1, -1):
         tail[p] = acc
         acc += u[order[p]] - 1.0
-    for it in range(max_iter):
+    for _it in range(max_iter):
         s = 0.0
         for p in range(T - 1):
             k = order[p]
@@ -127,7 +128,7 @@ def gamma_solve(order, u, gamma, max_iter, tol):
 def alpha_solve(doc_len, E_total, alpha, max_iter, tol):
     if not (E_total > 0.0):
         return alpha
-    for it in range(max_iter):
+    for _it in range(max_iter):
         s = 0.0
         for d in range(doc_len.shape[0]):
             if doc_len[d] > 0:
@@ -146,4 +147,3 @@ def alpha_solve(doc_len, E_total, alpha, max_iter, tol):
 @numba.njit(cache=True, nogil=True)
 def alpha_denominator(alpha, n_d):
     return digamma_diff(alpha, n_d)
-

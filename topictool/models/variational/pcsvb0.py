@@ -62,13 +62,21 @@ Implementation notes.
   scale), u_k = 1 + sum_d E_dk from them, gbar = gamma.
 - One ``step()`` is one pass over the corpus.
 """
+
 import numba
 import numpy as np
 
 from . import _kernels as kern
 from . import _sticks as sticks
-from ._common import (CollapsedHdpModel, check_at_least, check_init, check_K, check_kappa, check_positive,
-                      effective_topics)
+from ._common import (
+    CollapsedHdpModel,
+    check_at_least,
+    check_init,
+    check_K,
+    check_kappa,
+    check_positive,
+    effective_topics,
+)
 
 # ----------------------------------------------------------------------------
 # kernels
@@ -83,16 +91,16 @@ def _sticks_step(n_k, order, u, v, pi, hyper, E_mean, alpha_target, D_total, rho
     K = u.shape[0]
     if reorder:
         sticks.order_by_size(n_k, order)
-    for k in range(K):                                                       # (B4)
+    for k in range(K):  # (B4)
         u[k] = (1.0 - rho) * u[k] + rho * (1.0 + D_total * E_mean[k])
-    hyper[2] = (1.0 - rho) * hyper[2] + rho * hyper[1]                       # (B5): gbar
+    hyper[2] = (1.0 - rho) * hyper[2] + rho * hyper[1]  # (B5): gbar
     sticks.stick_v(order, u, hyper[2], v)
     if optimize:
-        hyper[1] = sticks.gamma_update(order, u, v, hyper[1])               # (S3)
-        if alpha_target > 0.0:                                               # (B6)
+        hyper[1] = sticks.gamma_update(order, u, v, hyper[1])  # (S3)
+        if alpha_target > 0.0:  # (B6)
             a = (1.0 - rho) * hyper[0] + rho * alpha_target
             hyper[0] = min(max(a, sticks.HYPER_MIN), sticks.HYPER_MAX)
-    sticks.stick_weights(order, u, v, pi)                                    # (S1)
+    sticks.stick_weights(order, u, v, pi)  # (S1)
 
 
 # (B1) for word w into q (K), with n_kw = scale * nkw, n_k = scale * nk; returns nothing.
@@ -112,9 +120,38 @@ def _responsibility(n_dk_d, api, nkw_w, nk, scale, beta, Vbeta, q):
 # One word-by-word pass (B1)-(B6), (S1), (S3) over the documents in ``order``.
 # Returns (scale, t_c, t_h).
 @numba.njit(cache=True, nogil=True)
-def _pass_wordwise(doc_ptr, word_ids, counts, doc_len, order, n_dk, nkw, nk, scale, stick_order, u, v, pi, hyper,
-                   beta, N, D_total, s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa, t_c, t_h, burn_in, clumping,
-                   optimize, reorder):
+def _pass_wordwise(
+    doc_ptr,
+    word_ids,
+    counts,
+    doc_len,
+    order,
+    n_dk,
+    nkw,
+    nk,
+    scale,
+    stick_order,
+    u,
+    v,
+    pi,
+    hyper,
+    beta,
+    N,
+    D_total,
+    s_c,
+    tau_c,
+    s_d,
+    tau_d,
+    s_h,
+    tau_h,
+    kappa,
+    t_c,
+    t_h,
+    burn_in,
+    clumping,
+    optimize,
+    reorder,
+):
     W, K = nkw.shape
     Vbeta = W * beta
     q = np.empty(K, dtype=np.float64)
@@ -137,14 +174,14 @@ def _pass_wordwise(doc_ptr, word_ids, counts, doc_len, order, n_dk, nkw, nk, sca
                 m = counts[i]
                 reps = 1 if clumping else m
                 weight = m if clumping else 1
-                for r in range(reps):
-                    _responsibility(n_dk[d], api, nkw[w], nk, scale, beta, Vbeta, q)       # (B1)
-                    c = kern.keep_fraction(s_d, tau_d, kappa, td, weight)                  # (B2)
+                for _r in range(reps):
+                    _responsibility(n_dk[d], api, nkw[w], nk, scale, beta, Vbeta, q)  # (B1)
+                    c = kern.keep_fraction(s_d, tau_d, kappa, td, weight)  # (B2)
                     f = (1.0 - c) * n_d
                     for k in range(K):
                         n_dk[d, k] = c * n_dk[d, k] + f * q[k]
                     td += weight
-                    if final:                                                             # (B3)
+                    if final:  # (B3)
                         c = kern.keep_fraction(s_c, tau_c, kappa, t_c, weight)
                         scale = kern.decay_scaled(nkw, nk, scale, 1.0 - c)
                         g = (1.0 - c) * N / scale
@@ -153,13 +190,13 @@ def _pass_wordwise(doc_ptr, word_ids, counts, doc_len, order, n_dk, nkw, nk, sca
                             nk[k] += g * q[k]
                             keep = 1.0 - q[k]
                             if weight != 1:
-                                keep = keep ** weight
+                                keep = keep**weight
                             prod[k] *= keep
                             if prod[k] < 1e-300:
                                 prod[k] = 0.0
                         t_c += weight
         for k in range(K):
-            prod[k] = 1.0 - prod[k]                                                       # E_k
+            prod[k] = 1.0 - prod[k]  # E_k
         E_sum = 0.0
         for k in range(K):
             E_sum += prod[k]
@@ -173,9 +210,43 @@ def _pass_wordwise(doc_ptr, word_ids, counts, doc_len, order, n_dk, nkw, nk, sca
 # One pass in minibatches of M documents (see the module docstring). acc (W x K), acc_k (K) are zero
 # and mark (W) is -1 on entry and exit. Returns (scale, t_c, t_h).
 @numba.njit(cache=True, nogil=True)
-def _pass_minibatch(doc_ptr, word_ids, counts, doc_len, order, minibatch, n_dk, nkw, nk, scale, acc, acc_k, mark,
-                    touched, stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, s_d, tau_d, s_h, tau_h,
-                    kappa, t_c, t_h, burn_in, clumping, optimize, reorder):
+def _pass_minibatch(
+    doc_ptr,
+    word_ids,
+    counts,
+    doc_len,
+    order,
+    minibatch,
+    n_dk,
+    nkw,
+    nk,
+    scale,
+    acc,
+    acc_k,
+    mark,
+    touched,
+    stick_order,
+    u,
+    v,
+    pi,
+    hyper,
+    beta,
+    N,
+    D_total,
+    s_c,
+    tau_c,
+    s_d,
+    tau_d,
+    s_h,
+    tau_h,
+    kappa,
+    t_c,
+    t_h,
+    burn_in,
+    clumping,
+    optimize,
+    reorder,
+):
     W, K = nkw.shape
     Vbeta = W * beta
     D = order.shape[0]
@@ -214,9 +285,9 @@ def _pass_minibatch(doc_ptr, word_ids, counts, doc_len, order, minibatch, n_dk, 
                         mark[w] = n_touched
                         touched[n_touched] = w
                         n_touched += 1
-                    for r in range(reps):
-                        _responsibility(n_dk[d], api, nkw[w], nk, scale, beta, Vbeta, q)   # (B1)
-                        c = kern.keep_fraction(s_d, tau_d, kappa, td, weight)              # (B2)
+                    for _r in range(reps):
+                        _responsibility(n_dk[d], api, nkw[w], nk, scale, beta, Vbeta, q)  # (B1)
+                        c = kern.keep_fraction(s_d, tau_d, kappa, td, weight)  # (B2)
                         f = (1.0 - c) * n_d
                         for k in range(K):
                             n_dk[d, k] = c * n_dk[d, k] + f * q[k]
@@ -227,7 +298,7 @@ def _pass_minibatch(doc_ptr, word_ids, counts, doc_len, order, minibatch, n_dk, 
                                 acc_k[k] += weight * q[k]
                                 keep = 1.0 - q[k]
                                 if weight != 1:
-                                    keep = keep ** weight
+                                    keep = keep**weight
                                 prod[k] *= keep
                                 if prod[k] < 1e-300:
                                     prod[k] = 0.0
@@ -254,8 +325,7 @@ def _pass_minibatch(doc_ptr, word_ids, counts, doc_len, order, minibatch, n_dk, 
             E_mean[k] /= docs
         t_c += 1
         rho = kern.step_size(s_h, tau_h, kappa, t_h)
-        _sticks_step(nk, stick_order, u, v, pi, hyper, E_mean, E_total / psi_total, D_total, rho, optimize,
-                     reorder)
+        _sticks_step(nk, stick_order, u, v, pi, hyper, E_mean, E_total / psi_total, D_total, rho, optimize, reorder)
         t_h += 1
     return scale, t_c, t_h
 
@@ -306,8 +376,8 @@ class HdpPcsvb0(CollapsedHdpModel):
     def _allocate(self):
         K, W, D = self.K, self.W, self.D
         self.n_dk = np.zeros((D, K), dtype=np.float64)
-        self.nkw = np.zeros((W, K), dtype=np.float64)    # n_kw / scale, word-major
-        self.nk = np.zeros(K, dtype=np.float64)          # n_k / scale
+        self.nkw = np.zeros((W, K), dtype=np.float64)  # n_kw / scale, word-major
+        self.nk = np.zeros(K, dtype=np.float64)  # n_k / scale
         self.u = np.ones(K, dtype=np.float64)
         self.v = np.ones(K, dtype=np.float64)
         self.pi = np.full(K, 1.0 / K)
@@ -329,12 +399,25 @@ class HdpPcsvb0(CollapsedHdpModel):
         no_q = np.zeros((0, self.K), dtype=np.float32)
         if self.opts["init"] == "sequential":
             sticks.stick_v(self.order, self.u, self.gbar, self.v)
-            sticks.stick_weights(self.order, self.u, self.v, self.pi)       # the prior's mean GEM(gamma)
-            kern.sequential_init(self.doc_ptr, self.word_ids, self.counts, self.alpha * self.pi,
-                                 np.float64(self.opts["beta"]), self.rng, 0, self.n_dk, self.nkw, self.nk, no_q, E_sum)
+            sticks.stick_weights(self.order, self.u, self.v, self.pi)  # the prior's mean GEM(gamma)
+            kern.sequential_init(
+                self.doc_ptr,
+                self.word_ids,
+                self.counts,
+                self.alpha * self.pi,
+                np.float64(self.opts["beta"]),
+                self.rng,
+                0,
+                self.n_dk,
+                self.nkw,
+                self.nk,
+                no_q,
+                E_sum,
+            )
         else:
-            kern.soft_init(self.doc_ptr, self.word_ids, self.counts, self.rng, 0, self.n_dk, self.nkw, self.nk, no_q,
-                           E_sum)
+            kern.soft_init(
+                self.doc_ptr, self.word_ids, self.counts, self.rng, 0, self.n_dk, self.nkw, self.nk, no_q, E_sum
+            )
         if self.opts["reorder"]:
             sticks.order_by_size(self.nk, self.order)
         self.u[:] = 1.0 + E_sum
@@ -346,19 +429,65 @@ class HdpPcsvb0(CollapsedHdpModel):
         o = self.opts
         order = self._epoch_order()
         hyper = np.array([self.alpha, self.gamma, self.gbar])
-        common = (np.float64(o["beta"]), np.float64(self.N), np.float64(self.D), np.float64(o["s_c"]),
-                  np.float64(o["tau_c"]), np.float64(o["s_d"]), np.float64(o["tau_d"]), np.float64(o["s_h"]),
-                  np.float64(o["tau_h"]), np.float64(o["kappa"]), np.int64(self.t_c), np.int64(self.t_h),
-                  np.int64(o["burn_in"]), bool(o["clumping"]), bool(o["optimize_hyper"]), bool(o["reorder"]))
+        common = (
+            np.float64(o["beta"]),
+            np.float64(self.N),
+            np.float64(self.D),
+            np.float64(o["s_c"]),
+            np.float64(o["tau_c"]),
+            np.float64(o["s_d"]),
+            np.float64(o["tau_d"]),
+            np.float64(o["s_h"]),
+            np.float64(o["tau_h"]),
+            np.float64(o["kappa"]),
+            np.int64(self.t_c),
+            np.int64(self.t_h),
+            np.int64(o["burn_in"]),
+            bool(o["clumping"]),
+            bool(o["optimize_hyper"]),
+            bool(o["reorder"]),
+        )
         if o["minibatch"] == 0:
             self.scale, self.t_c, self.t_h = _pass_wordwise(
-                self.doc_ptr, self.word_ids, self.counts, self.doc_len, order, self.n_dk, self.nkw, self.nk,
-                np.float64(self.scale), self.order, self.u, self.v, self.pi, hyper, *common)
+                self.doc_ptr,
+                self.word_ids,
+                self.counts,
+                self.doc_len,
+                order,
+                self.n_dk,
+                self.nkw,
+                self.nk,
+                np.float64(self.scale),
+                self.order,
+                self.u,
+                self.v,
+                self.pi,
+                hyper,
+                *common,
+            )
         else:
             self.scale, self.t_c, self.t_h = _pass_minibatch(
-                self.doc_ptr, self.word_ids, self.counts, self.doc_len, order, np.int64(o["minibatch"]), self.n_dk,
-                self.nkw, self.nk, np.float64(self.scale), self._acc, self._acc_k, self._mark, self._touched,
-                self.order, self.u, self.v, self.pi, hyper, *common)
+                self.doc_ptr,
+                self.word_ids,
+                self.counts,
+                self.doc_len,
+                order,
+                np.int64(o["minibatch"]),
+                self.n_dk,
+                self.nkw,
+                self.nk,
+                np.float64(self.scale),
+                self._acc,
+                self._acc_k,
+                self._mark,
+                self._touched,
+                self.order,
+                self.u,
+                self.v,
+                self.pi,
+                hyper,
+                *common,
+            )
         self.alpha, self.gamma, self.gbar = (float(x) for x in hyper)
         self.epoch += 1
         self.documents_seen += self.D

@@ -45,6 +45,7 @@ Implementation notes.
   planted topics split over several; the sequential start gives 12-15. u, v, pi
   then follow from the start's E_dk; alpha and gamma start at their options' values.
 """
+
 import numba
 import numpy as np
 
@@ -78,7 +79,7 @@ def _pcvb0_sweep(unit_ptr, unit_words, unit_counts, q, n_dk, n_wk, n_k, alpha_pi
             w = unit_words[i]
             m = unit_counts[i]
             total = 0.0
-            for k in range(K):                                                    # (P1)
+            for k in range(K):  # (P1)
                 qo = np.float64(q[i, k])
                 a = max(n_dk[d, k] - qo, 0.0)
                 b = max(n_wk[w, k] - qo, 0.0)
@@ -95,11 +96,11 @@ def _pcvb0_sweep(unit_ptr, unit_words, unit_counts, q, n_dk, n_wk, n_k, alpha_pi
                 n_k[k] += diff
                 keep = 1.0 - np.float64(qn)
                 if m != 1:
-                    keep = keep ** m
+                    keep = keep**m
                 prod[k] *= keep
                 if prod[k] < 1e-300:
                     prod[k] = 0.0
-        for k in range(K):                                                        # (P2)
+        for k in range(K):  # (P2)
             e = 1.0 - prod[k]
             E_sum[k] += e
             E_total += e
@@ -154,15 +155,35 @@ class HdpPcvb0(CollapsedHdpModel):
         E_sum = np.zeros(self.K)
         if self.opts["init"] == "sequential":
             sticks.stick_v(self.order, self.u, self.gamma, self.v)
-            sticks.stick_weights(self.order, self.u, self.v, self.pi)       # the prior's mean GEM(gamma)
-            kern.sequential_init(self.unit_ptr, self.unit_words, self.unit_counts, self.alpha * self.pi,
-                                 np.float64(self.opts["beta"]), self.rng, 0, self.n_dk, self.n_wk, self.n_k, self.q,
-                                 E_sum)
-            kern.counts_from_q(self.unit_ptr, self.unit_words, self.unit_counts, self.q, self.n_dk, self.n_wk,
-                               self.n_k)
+            sticks.stick_weights(self.order, self.u, self.v, self.pi)  # the prior's mean GEM(gamma)
+            kern.sequential_init(
+                self.unit_ptr,
+                self.unit_words,
+                self.unit_counts,
+                self.alpha * self.pi,
+                np.float64(self.opts["beta"]),
+                self.rng,
+                0,
+                self.n_dk,
+                self.n_wk,
+                self.n_k,
+                self.q,
+                E_sum,
+            )
+            kern.counts_from_q(self.unit_ptr, self.unit_words, self.unit_counts, self.q, self.n_dk, self.n_wk, self.n_k)
         else:
-            kern.soft_init(self.unit_ptr, self.unit_words, self.unit_counts, self.rng, 0, self.n_dk, self.n_wk,
-                           self.n_k, self.q, E_sum)
+            kern.soft_init(
+                self.unit_ptr,
+                self.unit_words,
+                self.unit_counts,
+                self.rng,
+                0,
+                self.n_dk,
+                self.n_wk,
+                self.n_k,
+                self.q,
+                E_sum,
+            )
         self._update_sticks(E_sum, None)
 
     def check_invariants(self):
@@ -177,20 +198,31 @@ class HdpPcvb0(CollapsedHdpModel):
         """Re-order, then (S2)-(S3) and (S4) solved, then (S1); E_total None: (S2) and (S1) only."""
         if self.opts["reorder"]:
             sticks.order_by_size(self.n_k, self.order)
-        self.u[:] = 1.0 + E_sum                                                       # (S2): u
+        self.u[:] = 1.0 + E_sum  # (S2): u
         if E_total is not None and self.opts["optimize_hyper"]:
             self.gamma = float(sticks.gamma_solve(self.order, self.u, self.gamma, FIXED_POINT_ITERS, FIXED_POINT_TOL))
-            self.alpha = float(sticks.alpha_solve(self.doc_len, E_total, self.alpha, FIXED_POINT_ITERS,
-                                                  FIXED_POINT_TOL))
-        sticks.stick_v(self.order, self.u, self.gamma, self.v)                       # (S2): v
-        sticks.stick_weights(self.order, self.u, self.v, self.pi)                    # (S1)
+            self.alpha = float(
+                sticks.alpha_solve(self.doc_len, E_total, self.alpha, FIXED_POINT_ITERS, FIXED_POINT_TOL)
+            )
+        sticks.stick_v(self.order, self.u, self.gamma, self.v)  # (S2): v
+        sticks.stick_weights(self.order, self.u, self.v, self.pi)  # (S1)
 
     def step(self):
         """One batch iteration: (P1)-(P2) over every token, then the sticks and hyper-parameters."""
         alpha_pi = self.alpha * self.pi
         E_sum = np.zeros(self.K)
-        E_total = _pcvb0_sweep(self.unit_ptr, self.unit_words, self.unit_counts, self.q, self.n_dk, self.n_wk,
-                               self.n_k, alpha_pi, np.float64(self.opts["beta"]), E_sum)
+        E_total = _pcvb0_sweep(
+            self.unit_ptr,
+            self.unit_words,
+            self.unit_counts,
+            self.q,
+            self.n_dk,
+            self.n_wk,
+            self.n_k,
+            alpha_pi,
+            np.float64(self.opts["beta"]),
+            E_sum,
+        )
         self._update_sticks(E_sum, E_total)
         self.epoch += 1
         self.documents_seen += self.D

@@ -38,6 +38,7 @@ Implementation notes.
   (normalised uniforms), and the three count tables are their sums.
 - One ``step()`` is one pass over the corpus in minibatches of ``minibatch`` documents.
 """
+
 import numba
 import numpy as np
 
@@ -53,9 +54,33 @@ from ._common import VariationalModel, check_at_least, check_K, check_kappa, che
 # acc (W x K) and acc_z (K) are zero on entry and exit; mark (W) is -1 on entry and exit.
 # Returns (scale, t).
 @numba.njit(cache=True, nogil=True)
-def _scvb0_pass(doc_ptr, word_ids, counts, doc_len, order, minibatch, n_theta, phi_wk, n_z, scale,
-                acc, acc_z, mark, touched, alpha, eta, C, s_phi, tau_phi, s_theta, tau_theta, kappa, t,
-                burn_in, clumping):
+def _scvb0_pass(
+    doc_ptr,
+    word_ids,
+    counts,
+    doc_len,
+    order,
+    minibatch,
+    n_theta,
+    phi_wk,
+    n_z,
+    scale,
+    acc,
+    acc_z,
+    mark,
+    touched,
+    alpha,
+    eta,
+    C,
+    s_phi,
+    tau_phi,
+    s_theta,
+    tau_theta,
+    kappa,
+    t,
+    burn_in,
+    clumping,
+):
     W, K = phi_wk.shape
     D = order.shape[0]
     gam = np.empty(K, dtype=np.float64)
@@ -82,16 +107,16 @@ def _scvb0_pass(doc_ptr, word_ids, counts, doc_len, order, minibatch, n_theta, p
                         mark[w] = n_touched
                         touched[n_touched] = w
                         n_touched += 1
-                    for r in range(reps):
+                    for _r in range(reps):
                         total = 0.0
-                        for k in range(K):                                       # (F1)
+                        for k in range(K):  # (F1)
                             x = (scale * phi_wk[w, k] + eta) * inv_nz[k] * (n_theta[d, k] + alpha)
                             gam[k] = x
                             total += x
                         inv = 1.0 / total
                         c = kern.keep_fraction(s_theta, tau_theta, kappa, td, weight)
                         f = (1.0 - c) * Cj * inv
-                        for k in range(K):                                       # (F2)
+                        for k in range(K):  # (F2)
                             n_theta[d, k] = c * n_theta[d, k] + f * gam[k]
                         td += weight
                         if final:
@@ -155,9 +180,9 @@ class LdaScvb0(VariationalModel):
 
     def _allocate(self):
         K, W, D = self.K, self.W, self.D
-        self.n_theta = np.zeros((D, K), dtype=np.float64)   # N^Theta
-        self.phi_wk = np.zeros((W, K), dtype=np.float64)    # N^Phi / scale
-        self.n_z = np.zeros(K, dtype=np.float64)            # N^Z / scale
+        self.n_theta = np.zeros((D, K), dtype=np.float64)  # N^Theta
+        self.phi_wk = np.zeros((W, K), dtype=np.float64)  # N^Phi / scale
+        self.n_z = np.zeros(K, dtype=np.float64)  # N^Z / scale
         self.scale = 1.0
         self.t = 0
         self._acc = np.zeros((W, K), dtype=np.float64)
@@ -166,19 +191,50 @@ class LdaScvb0(VariationalModel):
         self._touched = np.zeros(W, dtype=np.int64)
 
     def _initialise(self):
-        kern.soft_init(self.doc_ptr, self.word_ids, self.counts, self.rng, 0, self.n_theta, self.phi_wk, self.n_z,
-                       np.zeros((0, self.K), dtype=np.float32), np.zeros(0))
+        kern.soft_init(
+            self.doc_ptr,
+            self.word_ids,
+            self.counts,
+            self.rng,
+            0,
+            self.n_theta,
+            self.phi_wk,
+            self.n_z,
+            np.zeros((0, self.K), dtype=np.float32),
+            np.zeros(0),
+        )
 
     def step(self):
         """One pass over the corpus in random order, in minibatches of ``minibatch`` documents."""
         o = self.opts
         order = self._epoch_order()
         self.scale, self.t = _scvb0_pass(
-            self.doc_ptr, self.word_ids, self.counts, self.doc_len, order, np.int64(o["minibatch"]), self.n_theta,
-            self.phi_wk, self.n_z, np.float64(self.scale), self._acc, self._acc_z, self._mark, self._touched,
-            np.float64(o["alpha"]), np.float64(o["eta"]), np.float64(self.N), np.float64(o["s_phi"]),
-            np.float64(o["tau_phi"]), np.float64(o["s_theta"]), np.float64(o["tau_theta"]), np.float64(o["kappa"]),
-            np.int64(self.t), np.int64(o["burn_in"]), bool(o["clumping"]))
+            self.doc_ptr,
+            self.word_ids,
+            self.counts,
+            self.doc_len,
+            order,
+            np.int64(o["minibatch"]),
+            self.n_theta,
+            self.phi_wk,
+            self.n_z,
+            np.float64(self.scale),
+            self._acc,
+            self._acc_z,
+            self._mark,
+            self._touched,
+            np.float64(o["alpha"]),
+            np.float64(o["eta"]),
+            np.float64(self.N),
+            np.float64(o["s_phi"]),
+            np.float64(o["tau_phi"]),
+            np.float64(o["s_theta"]),
+            np.float64(o["tau_theta"]),
+            np.float64(o["kappa"]),
+            np.int64(self.t),
+            np.int64(o["burn_in"]),
+            bool(o["clumping"]),
+        )
         self.epoch += 1
         self.documents_seen += self.D
         return {
@@ -203,11 +259,19 @@ class LdaScvb0(VariationalModel):
     def snapshot(self):
         phi = self.topic_word()
         phi /= phi.sum(axis=1, keepdims=True)
-        return Snapshot(phi=phi, alpha=np.full(self.K, self.opts["alpha"]), topic_weight=self.n_z / self.n_z.sum(),
-                        vocab=self.corpus.vocab, meta=self._meta(minibatches=int(self.t)))
+        return Snapshot(
+            phi=phi,
+            alpha=np.full(self.K, self.opts["alpha"]),
+            topic_weight=self.n_z / self.n_z.sum(),
+            vocab=self.corpus.vocab,
+            meta=self._meta(minibatches=int(self.t)),
+        )
 
     def log_likelihood(self):
         """Training log-likelihood of theta_j = (N^Theta_j + alpha) / (C_j + K alpha), phi as in the snapshot."""
         phi_wk = np.ascontiguousarray(self.topic_word().T)
-        return float(kern.point_log_likelihood(self.doc_ptr, self.word_ids, self.counts, self.n_theta,
-                                               np.full(self.K, self.opts["alpha"]), phi_wk))
+        return float(
+            kern.point_log_likelihood(
+                self.doc_ptr, self.word_ids, self.counts, self.n_theta, np.full(self.K, self.opts["alpha"]), phi_wk
+            )
+        )

@@ -46,6 +46,7 @@ Implementation notes.
 - One ``step()`` is one pass over the corpus in random order, in minibatches of
   ``minibatch`` documents (t counts minibatches over the whole run).
 """
+
 import numba
 import numpy as np
 
@@ -120,8 +121,28 @@ def _local_step(loc, cnt, ebT, eb, g, alpha, max_iters, tol, sstats, et, phinorm
 # One pass of SVI (L1)-(L2), (G1)-(G2) over the documents in ``order``; lambda - eta = scale * lam_wk,
 # lam_k[k] = sum_w lam_wk[w, k]. Returns (scale, t, local iterations done).
 @numba.njit(cache=True, nogil=True)
-def _svi_pass(doc_ptr, word_ids, counts, order, minibatch, lam_wk, lam_k, scale, gamma_dk, warm,
-              alpha, eta, tau0, kappa, t, D_total, max_iters, tol, rng, mark):
+def _svi_pass(
+    doc_ptr,
+    word_ids,
+    counts,
+    order,
+    minibatch,
+    lam_wk,
+    lam_k,
+    scale,
+    gamma_dk,
+    warm,
+    alpha,
+    eta,
+    tau0,
+    kappa,
+    t,
+    D_total,
+    max_iters,
+    tol,
+    rng,
+    mark,
+):
     W, K = lam_wk.shape
     D = order.shape[0]
     et = np.empty(K, dtype=np.float32)
@@ -172,7 +193,7 @@ def _svi_pass(doc_ptr, word_ids, counts, order, minibatch, lam_wk, lam_k, scale,
         for b in range(lo, hi):
             d = order[b]
             n = doc_ptr[d + 1] - doc_ptr[d]
-            ebT = ebT_buf[:K * n].reshape((K, n))     # C-contiguous (K, n)
+            ebT = ebT_buf[: K * n].reshape((K, n))  # C-contiguous (K, n)
             for i in range(n):
                 j = mark[word_ids[doc_ptr[d] + i]]
                 loc[i] = j
@@ -186,8 +207,9 @@ def _svi_pass(doc_ptr, word_ids, counts, order, minibatch, lam_wk, lam_k, scale,
                 for k in range(K):
                     g[k] = gamma_draw(rng, 0, 100.0) / 100.0
             if n > 0:
-                iters += _local_step(loc[:n], cnt[:n], ebT, eb, g, alpha, max_iters, tol, sstats, et, phinorm[:n],
-                                     r[:n])
+                iters += _local_step(
+                    loc[:n], cnt[:n], ebT, eb, g, alpha, max_iters, tol, sstats, et, phinorm[:n], r[:n]
+                )
             for k in range(K):
                 gamma_dk[d, k] = g[k]
         # (G1)-(G2): lambda - eta <- (1 - rho)(lambda - eta) + rho D/|M| sstats
@@ -239,8 +261,8 @@ class LdaSvi(VariationalModel):
 
     def _allocate(self):
         K, W = self.K, self.W
-        self.lam_wk = np.zeros((W, K), dtype=np.float64)   # (lambda - eta)^T / scale
-        self.lam_k = np.zeros(K, dtype=np.float64)         # its column sums
+        self.lam_wk = np.zeros((W, K), dtype=np.float64)  # (lambda - eta)^T / scale
+        self.lam_k = np.zeros(K, dtype=np.float64)  # its column sums
         self.gamma_dk = np.zeros((self.D, K), dtype=np.float64)
         self.scale = 1.0
         self.t = 0
@@ -258,10 +280,27 @@ class LdaSvi(VariationalModel):
         order = self._epoch_order()
         rho_first = kern.step_size(1.0, o["tau0"], o["kappa"], self.t)
         self.scale, self.t, iters = _svi_pass(
-            self.doc_ptr, self.word_ids, self.counts, order, np.int64(o["minibatch"]), self.lam_wk, self.lam_k,
-            np.float64(self.scale), self.gamma_dk, bool(self.epoch >= o["cold_passes"]), np.float64(o["alpha"]),
-            np.float64(o["eta"]), np.float64(o["tau0"]), np.float64(o["kappa"]), np.int64(self.t),
-            np.float64(self.D), np.int64(o["max_local_iters"]), np.float64(o["local_tol"]), self.rng, self._mark)
+            self.doc_ptr,
+            self.word_ids,
+            self.counts,
+            order,
+            np.int64(o["minibatch"]),
+            self.lam_wk,
+            self.lam_k,
+            np.float64(self.scale),
+            self.gamma_dk,
+            bool(self.epoch >= o["cold_passes"]),
+            np.float64(o["alpha"]),
+            np.float64(o["eta"]),
+            np.float64(o["tau0"]),
+            np.float64(o["kappa"]),
+            np.int64(self.t),
+            np.float64(self.D),
+            np.int64(o["max_local_iters"]),
+            np.float64(o["local_tol"]),
+            self.rng,
+            self._mark,
+        )
         self.epoch += 1
         self.documents_seen += self.D
         return {
@@ -291,11 +330,17 @@ class LdaSvi(VariationalModel):
         phi = self.topic_word()
         phi /= phi.sum(axis=1, keepdims=True)
         weight = self.lam_k / self.lam_k.sum()
-        return Snapshot(phi=phi, alpha=np.full(self.K, self.opts["alpha"]), topic_weight=weight,
-                        vocab=self.corpus.vocab, meta=self._meta(minibatches=int(self.t)))
+        return Snapshot(
+            phi=phi,
+            alpha=np.full(self.K, self.opts["alpha"]),
+            topic_weight=weight,
+            vocab=self.corpus.vocab,
+            meta=self._meta(minibatches=int(self.t)),
+        )
 
     def log_likelihood(self):
         """Training log-likelihood of the point estimates theta_d = gamma_d / sum gamma_d, phi = E_q[phi]."""
         phi_wk = np.ascontiguousarray(self.topic_word().T)
-        return float(kern.point_log_likelihood(self.doc_ptr, self.word_ids, self.counts, self.gamma_dk,
-                                               np.zeros(self.K), phi_wk))
+        return float(
+            kern.point_log_likelihood(self.doc_ptr, self.word_ids, self.counts, self.gamma_dk, np.zeros(self.K), phi_wk)
+        )
