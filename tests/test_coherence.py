@@ -198,7 +198,7 @@ def test_bad_input_exits_2_with_one_line(ref, tmp_path):
 
 
 def test_reference_is_memory_mapped_and_matches_plain_load(ref):
-    from topictool.evaluate.cooc import load_reference
+    from topictool.cooc import load_reference
 
     mapped = load_reference(ref / "ref.npz")
     plain = load_reference(ref / "ref.npz", mmap=False)

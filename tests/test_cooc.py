@@ -1,4 +1,4 @@
-"""Co-occurrence counting (topictool.evaluate.cooc and `topictool cooc`)."""
+"""Co-occurrence counting (topictool.cooc and `topictool cooc`)."""
 
 import bz2
 import gzip
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from topictool import cooc
+from topictool.cooc import CoocOptions, PairCounter, build_reference, load_reference
 from topictool.corpus.tokenizer import Tokenizer
 from topictool.corpus.wikipedia import iter_raw_pages
-from topictool.evaluate import cooc
-from topictool.evaluate.cooc import CoocOptions, PairCounter, build_reference, load_reference
 
 from .conftest import run, shared
 from .test_wikipedia import SAMPLE, _independent_article_titles, sample_articles

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from topictool.errors import InputError
-from topictool.evaluate.burst_completion import burst_document_completion
-from topictool.evaluate.perplexity import document_completion
+from topictool.evaluate.burst import burst_document_completion
+from topictool.evaluate.completion import document_completion
 from topictool.kernels import stirling
 from topictool.kernels.rng import make_streams
 from topictool.kernels.slice import slice_sample

@@ -12,7 +12,7 @@ from scipy.stats import chi2, spearmanr
 
 from topictool.corpus.corpus import Corpus, from_triples
 from topictool.errors import InputError
-from topictool.models.lda_gibbs import LdaGibbs
+from topictool.models.lda_gibbs.model import LdaGibbs
 
 
 def make_lda_corpus(K, V, D, length, alpha, beta, seed):

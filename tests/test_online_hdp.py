@@ -8,10 +8,9 @@ from scipy.special import digamma, gammaln
 
 from topictool import store
 from topictool.errors import InputError
-from topictool.kernels import online_hdp_kernels as kern
-from topictool.models import online_hdp as oh
-from topictool.models import registry
-from topictool.models import split_merge as sm
+from topictool.models.online_hdp import kernels as kern
+from topictool.models.online_hdp import model as oh
+from topictool.models.online_hdp import split_merge as sm
 from topictool.synth import bars
 
 from .conftest import run
@@ -271,7 +270,6 @@ def test_options_are_checked(small_bars):
 
 def test_training_loop_run_and_exact_resume(small_bars, tmp_path, monkeypatch):
     """Through `topictool train` (the registry entry is the lead's; added here for the test)."""
-    monkeypatch.setitem(registry.MODELS, "hdp-online-sm", "topictool.models.online_hdp:OnlineHdpSplitMerge")
     corpus = tmp_path / "c"
     r = run(
         "synth",

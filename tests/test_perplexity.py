@@ -7,7 +7,7 @@ import pytest
 from scipy.special import digamma, gammaln
 
 from topictool.errors import InputError
-from topictool.evaluate.perplexity import document_completion
+from topictool.evaluate.completion import document_completion
 from topictool.snapshot import Snapshot
 
 from .conftest import make_corpus, run

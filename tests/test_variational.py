@@ -17,7 +17,7 @@ from scipy.special import digamma as psi
 from topictool import store, synth
 from topictool.errors import InputError
 from topictool.models import registry
-from topictool.models.variational import _kernels as kern
+from topictool.models.variational import kernels as kern
 from topictool.models.variational.pcsvb0 import HdpPcsvb0
 from topictool.models.variational.pcvb0 import HdpPcvb0
 from topictool.models.variational.scvb0 import LdaScvb0

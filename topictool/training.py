@@ -82,7 +82,7 @@ def _load_inputs(spec, cls):
     cls.check_size(corpus, spec.options, spec.threads)
     test = None
     if spec.test:
-        from .evaluate.perplexity import heldout_split
+        from .evaluate.completion import heldout_split
 
         test = load_corpus(spec.test, part="test")
         heldout_split(test, corpus.vocab, spec.holdout, spec.seed, spec.allow_oov)
@@ -311,7 +311,7 @@ def _check_finite(row, iteration, spec):
 
 
 def _evaluate(model, test, spec):
-    from .evaluate.perplexity import document_completion
+    from .evaluate.completion import document_completion
 
     method = getattr(model, "eval_method", "gibbs")
     res = document_completion(

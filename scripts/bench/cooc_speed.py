@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from topictool.cooc import CoocOptions, PairCounter, build_reference  # noqa: E402
 from topictool.corpus.tokenizer import Tokenizer, load_stopwords  # noqa: E402
 from topictool.corpus.wikipedia import article_text, iter_raw_pages  # noqa: E402
-from topictool.evaluate.cooc import CoocOptions, PairCounter, build_reference  # noqa: E402
 
 SAMPLE = ROOT.parent / "shared" / "data" / "wikipedia" / "enwiki-sample-206-articles.xml.bz2"
 

@@ -52,7 +52,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
 
-    from topictool.evaluate.perplexity import document_completion
+    from topictool.evaluate.completion import document_completion
 
     if args.model:
         from topictool.corpus import load_corpus

@@ -56,7 +56,7 @@ def peak_rss_mb():
 
 def model_class(name):
     if name == "lda-gibbs":
-        from topictool.models.lda_gibbs import LdaGibbs
+        from topictool.models.lda_gibbs.model import LdaGibbs
 
         return LdaGibbs
     if name == "hdp-gibbs":
@@ -78,7 +78,7 @@ def array_bytes(model):
 
 def worker(args):
     from topictool.corpus import load_corpus
-    from topictool.evaluate.perplexity import document_completion
+    from topictool.evaluate.completion import document_completion
 
     key = args.worker
     name, extra = MODELS[key]
@@ -147,7 +147,7 @@ def worker(args):
     if hasattr(model, "hyperparameters"):
         result["hyperparameters"] = model.hyperparameters(summary=True)
     if snap.burst_concentration is not None:
-        from topictool.evaluate.burst_completion import burst_document_completion
+        from topictool.evaluate.burst import burst_document_completion
 
         b = burst_document_completion(snap, test, **ev)
         assert b["heldout_tokens"] == plain["heldout_tokens"]
@@ -160,7 +160,7 @@ def run_hca(args, key, workdir):
     """Run hca on the LdaC export of the same split; returns its figures (best effort)."""
     from topictool.corpus import load_corpus
     from topictool.corpus.ldac import write_ldac
-    from topictool.evaluate.perplexity import document_completion
+    from topictool.evaluate.completion import document_completion
 
     train = load_corpus(args.corpus, part="train")
     test = load_corpus(args.corpus, part="test")
@@ -218,7 +218,7 @@ def run_hca(args, key, workdir):
             if snap.burst_concentration is not None:
                 import dataclasses
 
-                from topictool.evaluate.burst_completion import burst_document_completion
+                from topictool.evaluate.burst import burst_document_completion
 
                 out["perplexity"] = burst_document_completion(
                     snap, test, holdout=args.holdout, seed=args.seed, burn_in=args.burn_in, samples=args.samples

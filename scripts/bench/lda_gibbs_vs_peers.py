@@ -53,7 +53,7 @@ def save_snapshot(path, phi, alpha, vocab, name):
 
 
 def run_topictool(c, a, threads, out):
-    from topictool.models.lda_gibbs import LdaGibbs
+    from topictool.models.lda_gibbs.model import LdaGibbs
 
     opts = LdaGibbs.resolve_options({"K": a.K, "alpha": a.alpha, "beta": a.beta})
     base = peak_rss_mb()
@@ -187,7 +187,7 @@ def main():
         return child(a)
 
     from topictool.corpus import load_corpus
-    from topictool.evaluate.perplexity import document_completion
+    from topictool.evaluate.completion import document_completion
     from topictool.snapshot import Snapshot
 
     test = load_corpus(a.corpus, part="test")

@@ -29,7 +29,7 @@ def main():
     import tomotopy as tp
 
     from topictool.corpus import load_corpus
-    from topictool.models.lda_gibbs import LdaGibbs
+    from topictool.models.lda_gibbs.model import LdaGibbs
 
     c = load_corpus(a.corpus)
     ours = LdaGibbs(c, LdaGibbs.resolve_options({"K": a.K, "alpha": a.alpha, "beta": a.beta}), 1, threads=a.threads)

@@ -27,7 +27,7 @@ import numpy as np
 
 from topictool.corpus.corpus import from_triples
 from topictool.kernels.rng import make_streams, uniform
-from topictool.models.lda_gibbs import LdaGibbs
+from topictool.models.lda_gibbs.model import LdaGibbs
 
 TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)*")
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "nltk"

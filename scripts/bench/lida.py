@@ -21,10 +21,10 @@ import numpy as np
 
 def build(name, corpus, a):
     if name == "lda-gibbs":
-        from topictool.models.lda_gibbs import LdaGibbs
+        from topictool.models.lda_gibbs.model import LdaGibbs
 
         return LdaGibbs(corpus, LdaGibbs.resolve_options({"K": a.K, "alpha": a.alpha, "beta": a.beta}), a.seed)
-    from topictool.models.lida import LidaGibbs
+    from topictool.models.lida.model import LidaGibbs
 
     variant = name.split(":", 1)[1]
     opts = {"K": a.K, "alpha": a.alpha, "beta": a.beta, "variant": variant}
@@ -52,13 +52,13 @@ def main():
     a = p.parse_args()
 
     from topictool.corpus import load_corpus
-    from topictool.evaluate.perplexity import document_completion
+    from topictool.evaluate.completion import document_completion
 
     train = load_corpus(a.corpus, part="train")
     test = load_corpus(a.corpus, part="test")
     names = ([] if a.no_baseline else ["lda-gibbs"]) + [f"lida-gibbs:{v}" for v in a.variants.split(",")]
     try:
-        import topictool.models.lda_gibbs  # noqa: F401
+        import topictool.models.lda_gibbs.model  # noqa: F401
     except ImportError:
         names = [n for n in names if n != "lda-gibbs"]
     for n in names:  # compile or load every kernel outside the timed region

@@ -54,7 +54,7 @@ def parse_set(items):
 def worker_topictool(args):
     """Train one topictool model; a snapshot after every pass; prints a JSON list of passes."""
     from topictool.corpus import load_corpus
-    from topictool.models import online_hdp
+    from topictool.models.online_hdp import model as online_hdp
 
     corpus = load_corpus(args.corpus, part="train")
     cls = getattr(online_hdp, MODELS[args.model])
@@ -150,7 +150,7 @@ def run_worker(python, argv):
 
 def movies(args):
     from topictool.corpus import load_corpus
-    from topictool.evaluate.perplexity import document_completion
+    from topictool.evaluate.completion import document_completion
     from topictool.snapshot import Snapshot
 
     train = load_corpus(args.corpus, part="train")
@@ -218,8 +218,8 @@ def print_table(results):
 def bars_one(spec):
     """(model, K0, seed, steps, minibatch, options) -> result dict."""
     model_name, K0, seed, steps, minibatch, options = spec
-    from topictool.evaluate.perplexity import document_completion
-    from topictool.models import online_hdp
+    from topictool.evaluate.completion import document_completion
+    from topictool.models.online_hdp import model as online_hdp
     from topictool.synth import bars
 
     train, test, truth = bars(documents=2000, seed=seed)

@@ -196,7 +196,7 @@ def svi_child(a):
 
 
 def part_svi(a):
-    from topictool.evaluate.perplexity import document_completion
+    from topictool.evaluate.completion import document_completion
     from topictool.snapshot import Snapshot
 
     test = load(a.corpus, "test")
@@ -292,7 +292,7 @@ def model_class(name):
 
 def curve_child(a):
     """One run in its own process: iterations with evaluation every --eval-every."""
-    from topictool.evaluate.perplexity import document_completion
+    from topictool.evaluate.completion import document_completion
 
     c = load(a.corpus)
     test = load(a.corpus, "test")

@@ -96,8 +96,8 @@ def command(
     The partial counts are saved every --checkpoint-every seconds in OUTPUT.state/ (and on
     SIGINT/SIGTERM); running the same command again continues where it stopped. The
     output (REF.npz) is what `topictool pmi --reference` reads."""
+    from ..cooc import CoocOptions, Interrupted, build_reference
     from ..corpus.tokenizer import DEFAULT_PATTERN
-    from ..evaluate.cooc import CoocOptions, Interrupted, build_reference
 
     opts = CoocOptions(
         window=window,

@@ -55,7 +55,7 @@ def command(model, test, holdout, burn_in, samples, method, seed, threads, vocab
     the held-out tokens are scored. Words of TEST the model lacks are an error unless
     --allow-oov (then they are dropped and counted)."""
     from ..corpus import load_corpus
-    from ..evaluate.perplexity import document_completion
+    from ..evaluate.completion import document_completion
     from ..importers import load_model
 
     snapshot = load_model(model)

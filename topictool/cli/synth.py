@@ -178,7 +178,7 @@ def lida_cmd(
 ):
     """The LIDA generative process: sparse topic proportions (theta_bar) and sparse topics (phi_bar).
     truth.npz also holds theta_bar, phi_bar (K x V) and their densities."""
-    from ..synth_lida import lida
+    from ..models.lida.synth import lida
 
     params = dict(
         topics=topics,

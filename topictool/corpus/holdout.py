@@ -15,7 +15,7 @@ within the document. Then
 Because the split is a function of the test corpus and the seed alone, two
 models evaluated on the same TEST with the same seed see the same held-out
 tokens (models with different vocabularies drop their own out-of-vocabulary
-tokens afterwards; see evaluate/perplexity.py).
+tokens afterwards; see evaluate/completion.py).
 """
 
 import re

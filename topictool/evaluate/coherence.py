@@ -4,7 +4,7 @@ Pair scores (Newman, Lau, Grieser & Baldwin 2010; DESIGN.md "Evaluation definiti
 -------------------------------------------------------------------------------------
 With the counts of a co-occurrence reference (``topictool cooc``: U units —
 sliding windows or documents —, c(w) units holding w, c(wi, wj) units holding
-both; see ``topictool.evaluate.cooc``), p(w) = c(w)/U and p(wi, wj) = c(wi, wj)/U:
+both; see ``topictool.cooc``), p(w) = c(w)/U and p(wi, wj) = c(wi, wj)/U:
 
     PMI(wi, wj)  = log p(wi, wj) / (p(wi) p(wj))          (natural log)
     NPMI(wi, wj) = PMI(wi, wj) / -log p(wi, wj)            (Bouma 2009; in [-1, 1])
@@ -232,7 +232,7 @@ def _find_bad_line(lines, first, path, W):
 
 def open_pairs(reference, vocab=None):
     """The pair table of ``reference``: a REF.npz, or a .pmi[.gz] file with ``vocab`` (words)."""
-    from .cooc import load_reference
+    from ..cooc import load_reference
 
     p = Path(reference)
     if not p.exists():

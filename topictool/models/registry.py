@@ -9,17 +9,17 @@ import importlib
 from ..errors import InputError
 
 MODELS = {
-    "lda-gibbs": "topictool.models.lda_gibbs:LdaGibbs",
-    "lida-gibbs": "topictool.models.lida:LidaGibbs",
+    "lda-gibbs": "topictool.models.lda_gibbs.model:LdaGibbs",
+    "lida-gibbs": "topictool.models.lida.model:LidaGibbs",
     "hdp-gibbs": "topictool.models.hca.hdp:HdpGibbs",
     "nplda-gibbs": "topictool.models.hca.nplda:NpldaGibbs",
     "lda-svi": "topictool.models.variational.svi:LdaSvi",
     "lda-scvb0": "topictool.models.variational.scvb0:LdaScvb0",
     "hdp-pcvb0": "topictool.models.variational.pcvb0:HdpPcvb0",
     "hdp-pcsvb0": "topictool.models.variational.pcsvb0:HdpPcsvb0",
-    "hdp-online": "topictool.models.online_hdp:OnlineHdp",
-    "hdp-online-sm": "topictool.models.online_hdp:OnlineHdpSplitMerge",
-    "hdp-batch": "topictool.models.online_hdp:BatchHdp",
+    "hdp-online": "topictool.models.online_hdp.model:OnlineHdp",
+    "hdp-online-sm": "topictool.models.online_hdp.model:OnlineHdpSplitMerge",
+    "hdp-batch": "topictool.models.online_hdp.model:BatchHdp",
 }
 
 

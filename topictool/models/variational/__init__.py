@@ -5,9 +5,9 @@
     hdp-pcvb0    pcvb0.HdpPcvb0    batch practical collapsed VB for the HDP (Sato et al. 2012)
     hdp-pcsvb0   pcsvb0.HdpPcsvb0  practical collapsed stochastic VB for the HDP (Bleier 2013)
 
-Shared pieces: ``_kernels`` (step sizes, lazily decayed count tables, random soft
-initialisation, exp-digamma), ``_sticks`` (stick-breaking weights and the HDP
-hyper-parameter updates), ``_common`` (the Model-protocol plumbing).
+Shared pieces: ``kernels`` (step sizes, lazily decayed count tables, random soft
+initialisation, exp-digamma), ``sticks`` (stick-breaking weights and the HDP
+hyper-parameter updates), ``common`` (the Model-protocol plumbing).
 
 Importing this package compiles nothing; each model's kernels compile (or load
 from numba's cache) on first use.

@@ -8,7 +8,7 @@ n_d in document d, D documents; beta the symmetric prior on the topics' words;
 alpha (document level) and gamma (top level) the concentrations; pi (T) the top-level
 weights, so a document's prior is alpha pi; q(z_di = k) the topic distribution of
 token i of document d; expected counts n_dk (per document), n_kw, n_k (corpus).
-Sticks (u_k, v_k) and (S1)-(S3) as in ``_sticks``.
+Sticks (u_k, v_k) and (S1)-(S3) as in ``sticks``.
 
 For each document d (in random order), ``burn_in`` passes that update n_dk only and
 then a final pass, token by token (in the corpus's order):
@@ -47,12 +47,12 @@ Speed-ups the paper names as next steps, both options here:
   ``minibatch = 0`` (default) is the word-by-word algorithm above.
 
 Implementation notes.
-- (B3) touches every word: n_kw (and n_k) are a lazily decayed table (``_kernels``:
+- (B3) touches every word: n_kw (and n_k) are a lazily decayed table (``kernels``:
   scale * A): the (1 - rho) decay is one multiplication of the scale, only the current
   word's row is written, and the scale is folded back into the table when it falls
   below 1e-100 (about once per ~230 units of sum rho).
 - The sticks are stored as u (per topic), gbar and the stick order: v_k = gbar +
-  sum_{l after k} (u_l - 1) is then exactly (B5) for any order (``_sticks``), and a
+  sum_{l after k} (u_l - 1) is then exactly (B5) for any order (``sticks``), and a
   re-ordering is a permutation of ``order`` only.
 - n_dk is kept for every document (D x T) and carried from pass to pass.
 - Start (``init``, as hdp-pcvb0): "sequential" (default) draws every token's topic
@@ -66,9 +66,9 @@ Implementation notes.
 import numba
 import numpy as np
 
-from . import _kernels as kern
-from . import _sticks as sticks
-from ._common import (
+from . import kernels as kern
+from . import sticks as sticks
+from .common import (
     CollapsedHdpModel,
     check_at_least,
     check_init,

@@ -25,7 +25,7 @@ One iteration (``step()``):
   the movie reviews, from gamma = 1, 3.6 after 30 sweeps against 5.7 solved, and
   held-out perplexity 4,293 against 4,281); then (S1) with the v of the solved gamma.
   ``optimize_hyper=false`` keeps alpha and gamma at their options' values. (S1)-(S4)
-  are in ``_sticks``.
+  are in ``sticks``.
 
 Implementation notes.
 - q(z_di) of every token is stored (single precision: N x T x 4 bytes, the memory
@@ -49,9 +49,9 @@ Implementation notes.
 import numba
 import numpy as np
 
-from . import _kernels as kern
-from . import _sticks as sticks
-from ._common import CollapsedHdpModel, check_init, check_K, check_positive, effective_topics
+from . import kernels as kern
+from . import sticks as sticks
+from .common import CollapsedHdpModel, check_init, check_K, check_positive, effective_topics
 
 # (S3) and (S4) are equations in gamma and alpha: each is iterated to this relative change.
 FIXED_POINT_TOL = 1e-10

@@ -22,7 +22,7 @@ M of documents (|M| = its number of tokens):
   (10, 1000, 0.9) and (1, 10, 0.9) as in the paper.
 
 Implementation notes.
-- N^Phi and N^Z are one lazily decayed table (``_kernels``: scale * A), so (F3)-(F4)
+- N^Phi and N^Z are one lazily decayed table (``kernels``: scale * A), so (F3)-(F4)
   cost O(K x distinct words of the minibatch), not O(K W); Nhat^Phi is accumulated
   in a dense scratch table whose touched rows are cleared after each minibatch.
 - N^Phi, N^Z are fixed during a minibatch (as in the paper), so 1 / (N^Z + W eta) is
@@ -43,8 +43,8 @@ import numba
 import numpy as np
 
 from ...snapshot import Snapshot
-from . import _kernels as kern
-from ._common import VariationalModel, check_at_least, check_K, check_kappa, check_positive
+from . import kernels as kern
+from .common import VariationalModel, check_at_least, check_K, check_kappa, check_positive
 
 # ----------------------------------------------------------------------------
 # kernels

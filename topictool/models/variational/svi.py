@@ -23,7 +23,7 @@ Implementation notes.
   (digamma values precomputed per minibatch), and exp{E[log theta_dk]} once per
   local iteration; the common factor exp{-Psi(sum_k gamma_dk)} cancels in (L1)-(L2)
   and is left out.
-- lambda - eta is a lazily decayed table (``_kernels``: scale * A), so (G2) costs
+- lambda - eta is a lazily decayed table (``kernels``: scale * A), so (G2) costs
   O(K x words of the minibatch), not O(K W).
 - lambda starts as eta + Gamma(100, 1/100) draws, as in onlineldavb. In the first
   ``cold_passes`` passes every local step starts gamma_d from fresh Gamma(100, 1/100)
@@ -53,8 +53,8 @@ import numpy as np
 from ...errors import InputError
 from ...kernels.rng import gamma as gamma_draw
 from ...snapshot import Snapshot
-from . import _kernels as kern
-from ._common import VariationalModel, check_at_least, check_K, check_kappa, check_positive
+from . import kernels as kern
+from .common import VariationalModel, check_at_least, check_K, check_kappa, check_positive
 
 # ----------------------------------------------------------------------------
 # kernels

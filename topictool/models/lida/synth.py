@@ -14,9 +14,9 @@ active topic draws its row of θ̄ again, and a topic that draws no active word 
 
 import numpy as np
 
-from .corpus import Corpus
-from .errors import InputError
-from .synth import _check_positive, _docs_from_mixtures, _rng, check_size
+from ...corpus import Corpus
+from ...errors import InputError
+from ...synth import _check_positive, _docs_from_mixtures, _rng, check_size
 
 
 def _bernoulli_rows(rng, p, n):

@@ -37,9 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import store
-from .errors import InputError
-from .snapshot import Snapshot
+from .. import store
+from ..errors import InputError
+from ..snapshot import Snapshot
 
 #: alpha used when a model's files do not give it: Mallet's default sum of the
 #: Dirichlet parameters (--alpha 5.0), spread evenly over the topics.
@@ -81,7 +81,7 @@ def _read_text(path, what):
         raise InputError(f"no such file ({what})", path)
     if path.is_dir():
         raise InputError(f"is a directory, expected the {what}", path)
-    from .corpus.sources import open_binary
+    from ..corpus.sources import open_binary
 
     with open_binary(path) as f:
         raw = f.read()
@@ -328,7 +328,7 @@ def _read_hca_tokens(path):
     """hca's dictionary: DataStem.tokens (one token per line) or a text-bags .words file
     (as shipped with hca's demo data, e.g. `0 text 186ed9e1771489a1 630 315 church`: the word
     is the last field). The same reader as `prepare --vocab`."""
-    from .corpus.vocabulary import read_vocab
+    from ..corpus.vocabulary import read_vocab
 
     return read_vocab(path)
 

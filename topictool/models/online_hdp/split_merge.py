@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels import online_hdp_kernels as kern
+from . import kernels as kern
 
 
 def combine(eta, hist, words, mbstats):

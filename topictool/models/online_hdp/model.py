@@ -57,11 +57,11 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import digamma, gammaln, polygamma
 
-from ..errors import InputError
-from ..kernels import online_hdp_kernels as kern
-from ..kernels.rng import make_streams, uniform
-from ..snapshot import Snapshot
-from .base import NONNEGATIVE, POSITIVE, PRIOR, Model
+from ...errors import InputError
+from ...kernels.rng import make_streams, uniform
+from ...snapshot import Snapshot
+from ..base import NONNEGATIVE, POSITIVE, PRIOR, Model
+from . import kernels as kern
 from .split_merge import Minibatch, MoveState, combine, run_moves
 
 STATE_VERSION = 1

@@ -40,7 +40,7 @@ from ..errors import InputError
 from ..kernels.rng import seed_row, uniform
 from ..kernels.stirling import StirlingTable
 from ..models.hca.burst import burst_weights
-from .perplexity import heldout_split, summarise
+from .completion import heldout_split, summarise
 
 
 # Fold in one document (Gibbs over (z, r) of its observed tokens, eq. 6/7 with phi fixed) and

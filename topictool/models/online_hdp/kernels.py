@@ -42,8 +42,8 @@ import math
 import numba
 import numpy as np
 
-from .rng import gamma, randint
-from .special import digamma
+from ...kernels.rng import gamma, randint
+from ...kernels.special import digamma
 
 
 # E[log phi_kw] = psi(lambda_kw) - psi(sum_v lambda_kv), for the words ``words`` (section 2; used by L1).

@@ -8,7 +8,7 @@ from ...errors import InputError
 from ...kernels.rng import make_streams
 from ...snapshot import Snapshot
 from ..base import NONNEGATIVE, POSITIVE, PRIOR, Model
-from ._kernels import point_log_likelihood
+from .kernels import point_log_likelihood
 
 _MASK64 = (1 << 64) - 1
 
@@ -183,7 +183,7 @@ class VariationalModel(Model):
 
     def _epoch_order(self):
         """A fresh random document order for this pass (from the model's stream)."""
-        from ._kernels import shuffle
+        from .kernels import shuffle
 
         order = np.arange(self.D, dtype=np.int64)
         shuffle(order, self.rng, 0)

@@ -36,11 +36,11 @@ Sampling runs on one thread; ``threads`` is accepted for the common interface.
 
 import numpy as np
 
-from ..errors import InputError
-from ..kernels import lida_kernels as kern
-from ..kernels.rng import make_streams
-from ..snapshot import Snapshot
-from .base import POSITIVE_INT, PRIOR, Model
+from ...errors import InputError
+from ...kernels.rng import make_streams
+from ...snapshot import Snapshot
+from ..base import POSITIVE_INT, PRIOR, Model
+from . import kernels as kern
 
 STATE_VERSION = 1
 VARIANTS = ("lida", "ftm", "stm", "lda")

@@ -72,7 +72,7 @@ import math
 import numba
 import numpy as np
 
-from .rng import randint, uniform, xoshiro_step
+from ...kernels.rng import randint, uniform, xoshiro_step
 
 # Exact fallback after this many rejected draws of one token (see the module docstring).
 MAX_REJECTIONS = 16

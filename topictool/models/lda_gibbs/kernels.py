@@ -69,7 +69,7 @@ import math
 import numba
 import numpy as np
 
-from .rng import uniform
+from ...kernels.rng import uniform
 
 
 def topic_bits(K):

@@ -17,12 +17,12 @@ at most one 4-byte word-topic slot per token (min(frequency, K) per word), times
 
 import numpy as np
 
-from ..errors import InputError
-from ..kernels import sparse_lda as kern
-from ..kernels.dirichlet_opt import doc_topic_histograms, learn_parameters, learn_symmetric_concentration
-from ..kernels.rng import make_streams
-from ..snapshot import Snapshot
-from .base import NONNEGATIVE, PRIOR, Model
+from ...errors import InputError
+from ...kernels.dirichlet_opt import doc_topic_histograms, learn_parameters, learn_symmetric_concentration
+from ...kernels.rng import make_streams
+from ...snapshot import Snapshot
+from ..base import NONNEGATIVE, PRIOR, Model
+from . import kernels as kern
 
 STATE_VERSION = 1
 

@@ -30,7 +30,7 @@ not depend on the number of threads.
 Burstiness: a snapshot with ``burst_concentration`` needs the document-level
 Pitman-Yor cache in both the fold-in and the held-out word probability
 (DESIGN.md); ``document_completion`` hands such a snapshot to
-``evaluate.burst_completion``, which uses the same hold-out split.
+``evaluate.burst``, which uses the same hold-out split.
 """
 
 import time
@@ -330,7 +330,7 @@ def document_completion(
             raise InputError("a model with the burstiness front end is evaluated with --method gibbs")
         if return_theta:
             raise InputError("return_theta is not available for models with the burstiness front end")
-        from .burst_completion import burst_document_completion
+        from .burst import burst_document_completion
 
         return burst_document_completion(
             model,
