@@ -7,7 +7,6 @@ import pytest
 from topictool.evaluate.diagnostics import (
     effective_topics,
     hellinger,
-    latest_doc_topic_counts,
     model_diagnostics,
     run_figures,
 )
@@ -85,16 +84,6 @@ def test_run_figures(tmp_path):
     f = run_figures(d2)
     assert f["iterations"] == 3 and f["seconds"] == pytest.approx(1.5) and f["bytes_per_token"] is None
     assert run_figures(tmp_path / "nothing")["iterations"] is None
-
-
-def test_doc_topic_counts_from_latest_checkpoint(tmp_path):
-    ck = tmp_path / "checkpoints"
-    ck.mkdir()
-    np.savez(ck / "iter-000010.npz", ndk=np.array([[1, 0]]))
-    np.savez(ck / "iter-000020.npz", ndk=np.array([[1, 0], [0, 0]]))
-    (ck / "iter-000030.npz").write_bytes(b"damaged")
-    assert latest_doc_topic_counts(tmp_path, 2).shape == (2, 2)
-    assert latest_doc_topic_counts(tmp_path, 3) is None
 
 
 def test_cli_info(tmp_path):

@@ -36,6 +36,7 @@ class TrainSpec:
     test: str = None
     eval_every: int = 0
     holdout: str = "every:5"
+    eval_seed: int = 1
     allow_oov: bool = False
     checkpoint_every: int = 50
     keep_checkpoints: int = 3
@@ -130,6 +131,7 @@ def _start(output, spec, cls, model, corpus, test, echo):
         "test": None
         if test is None
         else {"path": str(Path(spec.test).resolve()), "sha256": test.sha256(), "D": test.D, "N": test.N},
+        "step_unit": cls.step_unit,
         "iterations_done": 0,
         "iterations_target": spec.iterations,
         "seconds_total": 0.0,
@@ -231,7 +233,7 @@ def _loop(output, info, spec, model, corpus, test, done, target, echo):
     """Steps ``done+1 .. target``; writes into ``output.path`` (``output.commit()`` after a
     checkpoint puts a staged run in place of the one it replaces)."""
     stop = output.stop
-    reporter = Progress(done, target, spec.log_every)
+    reporter = Progress(done, target, spec.log_every, model.step_unit)
     seconds_total = float(info.get("seconds_total", 0.0))
     it = done
     last_ckpt = done
@@ -242,9 +244,7 @@ def _loop(output, info, spec, model, corpus, test, done, target, echo):
             dt = time.perf_counter() - t0
             it += 1
             seconds_total += dt
-            # a step is a pass over the corpus unless the model says how many tokens it visited
-            # (an online minibatch step reports "tokens")
-            tokens = metrics.get("tokens", corpus.N)
+            tokens = model.step_tokens(metrics)
             row = {
                 "iteration": it,
                 "seconds": round(dt, 6),
@@ -289,7 +289,14 @@ def _checkpoint(output, info, spec, model, iteration, seconds_total):
     meta = {"model": spec.model, "seed": spec.seed, "threads": spec.threads, "seconds_total": seconds_total}
     store.save_checkpoint(run, iteration, model.state(), meta, keep=spec.keep_checkpoints)
     snap = model.snapshot()
-    snap.meta = dict(snap.meta, model=spec.model, iteration=iteration, run=str(Path(output.target).resolve()))
+    snap.meta = dict(
+        snap.meta,
+        model=spec.model,
+        iteration=iteration,
+        run=str(Path(output.target).resolve()),
+        eval_method=model.eval_method,
+        step_unit=model.step_unit,
+    )
     snap.save(run / "model.npz")
     info.update(iterations_done=iteration, seconds_total=round(seconds_total, 3), updated=_now())
     store.write_json(run / "run.json", info)
@@ -313,13 +320,13 @@ def _check_finite(row, iteration, spec):
 def _evaluate(model, test, spec):
     from .evaluate.completion import document_completion
 
-    method = getattr(model, "eval_method", "gibbs")
+    # the same evaluation as `evaluate RUN TEST` with its defaults (seed 1, the model's method)
     res = document_completion(
         model.snapshot(),
         test,
         holdout=spec.holdout,
-        method=method,
-        seed=spec.seed,
+        method=model.eval_method,
+        seed=spec.eval_seed,
         threads=spec.threads,
         allow_oov=spec.allow_oov,
     )
@@ -329,30 +336,45 @@ def _evaluate(model, test, spec):
 def snapshot_of_run(run, iteration=None):
     """The Snapshot of a run at its latest (or a given) checkpoint."""
     run = Path(run)
-    info = store.read_run_json(run)
+    store.read_run_json(run)  # a run directory, or InputError
     if iteration is None and (run / "model.npz").exists():
         from .snapshot import Snapshot
 
         latest = store.list_checkpoints(run)
         snap = Snapshot.load(run / "model.npz")
-        if latest and snap.meta.get("iteration") == int(latest[-1].stem.split("-")[1]):
+        if latest and snap.meta.get("iteration") == store.checkpoint_iteration(latest[-1]):
             return snap
+    model = model_of_run(run, iteration)
+    snap = model.snapshot()
+    snap.meta = dict(
+        snap.meta,
+        model=model.name,
+        iteration=model.iteration,
+        run=str(run.resolve()),
+        eval_method=model.eval_method,
+        step_unit=model.step_unit,
+    )
+    return snap
+
+
+def model_of_run(run, iteration=None):
+    """The model of a run restored from its latest (or a given) checkpoint and its training
+    corpus (InputError when either is gone)."""
+    info = store.read_run_json(run)
     spec = TrainSpec(**info["spec"])
     cls = registry.get(spec.model)
     corpus = load_corpus(info["corpus"]["path"], part="train")
-    _, meta, arrays = store.latest_checkpoint(run, iteration=iteration)
-    model = cls.from_state(corpus, spec.options, arrays, threads=spec.threads)
-    snap = model.snapshot()
-    snap.meta = dict(snap.meta, model=spec.model, iteration=int(meta["iteration"]), run=str(run.resolve()))
-    return snap
+    _, _, arrays = store.latest_checkpoint(run, iteration=iteration)
+    return cls.from_state(corpus, spec.options, arrays, threads=spec.threads)
 
 
 class Progress:
     """A rich progress bar on a terminal; a plain line every ``log_every`` iterations otherwise."""
 
-    def __init__(self, done, target, log_every):
+    def __init__(self, done, target, log_every, unit="iteration"):
         self.log_every = log_every or 0
         self.target = target
+        self.unit = unit
         self.bar = None
         if sys.stderr.isatty() and target > done:
             from rich.progress import (
@@ -366,7 +388,7 @@ class Progress:
             )
 
             self.bar = RichProgress(
-                TextColumn("[bold]train"),
+                TextColumn(f"[bold]train ({unit}s)"),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TextColumn("{task.fields[status]}"),
@@ -381,7 +403,7 @@ class Progress:
         if self.bar is not None:
             self.bar.update(self.task, completed=row["iteration"], status=status)
         elif self.log_every and (row["iteration"] % self.log_every == 0 or row["iteration"] == self.target):
-            print(f"iteration {row['iteration']}/{self.target}  {status}", file=sys.stderr, flush=True)
+            print(f"{self.unit} {row['iteration']}/{self.target}  {status}", file=sys.stderr, flush=True)
 
     def close(self):
         if self.bar is not None:

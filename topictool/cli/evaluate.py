@@ -28,9 +28,9 @@ from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, json_option, prin
 @click.option(
     "--method",
     type=click.Choice(["gibbs", "vb"]),
-    default="gibbs",
-    show_default=True,
-    help="Fold-in: collapsed Gibbs (as hca) or the variational fixed point.",
+    default=None,
+    help="Fold-in: collapsed Gibbs (as hca) or the variational fixed point. [default: the model's own, as its "
+    "snapshot records it (what train --test used); gibbs for imported models]",
 )
 @click.option("--seed", default=1, show_default=True, type=SEED, help="Seed of the hold-out split and the sampler.")
 @click.option(
@@ -59,6 +59,8 @@ def command(model, test, holdout, burn_in, samples, method, seed, threads, vocab
     from ..importers import load_model
 
     snapshot = load_model(model)
+    if method is None:
+        method = snapshot.meta.get("eval_method") if snapshot.meta.get("eval_method") in ("gibbs", "vb") else "gibbs"
     corpus = load_corpus(test, part="test", vocab=vocab)
     result = document_completion(
         snapshot,

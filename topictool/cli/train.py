@@ -29,6 +29,13 @@ from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, force_option, jso
 @click.option("--eval-every", default=0, type=COUNT, help="Evaluate on --test every N iterations.")
 @click.option("--holdout", default="every:5", show_default=True, help="Hold-out of test documents for --test.")
 @click.option(
+    "--eval-seed",
+    type=SEED,
+    default=1,
+    show_default=True,
+    help="Seed of the --test hold-out and fold-in (evaluate's --seed: the two give the same figure).",
+)
+@click.option(
     "--allow-oov",
     is_flag=True,
     help="Let --test hold words the training vocabulary lacks (they are dropped and counted).",
@@ -50,7 +57,7 @@ from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, force_option, jso
 )
 @click.option("--resume", "resume_run", type=click.Path(file_okay=False), help="Continue the run in this directory.")
 @click.option("--debug-checks", is_flag=True, help="Verify count invariants after every iteration (slow).")
-@click.option("--list-models", is_flag=True, help="List model names and exit.")
+@click.option("--list-models", is_flag=True, help="List the models (what one -n step is, threads) and exit.")
 @force_option
 @json_option
 def command(
@@ -66,6 +73,7 @@ def command(
     test,
     eval_every,
     holdout,
+    eval_seed,
     allow_oov,
     checkpoint_every,
     keep_checkpoints,
@@ -84,8 +92,17 @@ def command(
     from ..models import registry
 
     if list_models:
+        rows = []
         for name in registry.names():
-            click.echo(name)
+            cls = registry.get(name)
+            rows.append(
+                dict(name=name, step_unit=cls.step_unit, threads=cls.supports_threads, eval_method=cls.eval_method)
+            )
+        if as_json:
+            emit_json({"models": rows})
+        else:
+            table = [(r["name"], r["step_unit"], "yes" if r["threads"] else "no", r["eval_method"]) for r in rows]
+            print_table("models (-n counts steps)", ["model", "one step", "threads", "evaluated by"], table)
         return
     if resume_run:
         if corpus or model or out or config or sets or K is not None or seed is not None or test or force:
@@ -125,6 +142,7 @@ def command(
             test=test,
             eval_every=eval_every,
             holdout=holdout,
+            eval_seed=eval_seed,
             allow_oov=allow_oov,
             checkpoint_every=checkpoint_every,
             keep_checkpoints=keep_checkpoints,

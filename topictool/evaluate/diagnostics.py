@@ -16,11 +16,10 @@ hellinger_uniform    the same distance from phi_k to the uniform distribution ov
                      the vocabulary (hca's "ud").
 doc_sparsity         fraction of training documents in which topic k has no
                      token (hca's "ds"). It needs document-topic counts, so it is
-                     reported only for a run directory whose latest checkpoint
-                     holds a documents x topics count array, or whose model class
-                     can rebuild them (``doc_topic_counts()``, e.g. lda-gibbs, from
-                     the checkpoint and the training corpus); for a snapshot alone
-                     it is null: a snapshot carries no document-level information.
+                     reported only for a run directory whose model defines them
+                     (``Model.doc_topics()``, rebuilt from the latest checkpoint and
+                     the training corpus); for a snapshot alone it is null: a
+                     snapshot carries no document-level information.
 
 Run figures (from RUN/run.json and RUN/metrics.jsonl, read defensively):
 iterations (run.json "iterations_done", else the last logged iteration), seconds
@@ -168,51 +167,17 @@ def run_figures(run_dir):
     }
 
 
-DOC_TOPIC_KEYS = ("ndk", "n_dk", "doc_topic", "doc_topic_counts")
-
-
-def latest_doc_topic_counts(run_dir, K):
-    """A (D, K) document-topic count array from the newest readable checkpoint, or None."""
-    ckdir = Path(run_dir) / "checkpoints"
-    if not ckdir.is_dir():
-        return None
-    for path in sorted(ckdir.glob("iter-*.npz"), reverse=True):
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                for key in DOC_TOPIC_KEYS:
-                    if key in z.files:
-                        a = z[key]
-                        if a.ndim == 2 and a.shape[1] == K:
-                            return a
-                return None
-        except Exception:  # a damaged checkpoint: try the previous one
-            continue
-    return None
-
-
 def run_doc_topic_counts(run_dir, K):
-    """(D, K) document-topic counts of a run's latest checkpoint, or None if unavailable.
+    """(D, K) topic counts of the training documents at a run's latest checkpoint, from the
+    model's own doc_topics(); None when the model defines none or its corpus is gone."""
+    from ..errors import InputError
+    from ..training import model_of_run
 
-    Stored arrays (DOC_TOPIC_KEYS) are used directly; otherwise the model is
-    restored from the checkpoint and the training corpus named in run.json and
-    asked for ``doc_topic_counts()``. Any failure just means "not available".
-    """
-    counts = latest_doc_topic_counts(run_dir, K)
-    if counts is not None:
-        return counts
     try:
-        from .. import store
-        from ..corpus import load_corpus
-        from ..models import registry
-
-        info = store.read_run_json(run_dir)
-        cls = registry.get(info["model"])
-        if not hasattr(cls, "doc_topic_counts"):
-            return None
-        corpus = load_corpus(info["corpus"]["path"], part="train")
-        _, _, arrays = store.latest_checkpoint(run_dir)
-        model = cls.from_state(corpus, info.get("options") or {}, arrays, threads=int(info.get("threads") or 1))
-        counts = np.asarray(model.doc_topic_counts())
-    except Exception:  # optional figure: a missing corpus or an unknown model is not an error of `info`
+        counts = model_of_run(run_dir).doc_topics()
+    except InputError:  # an optional figure: a moved corpus is not an error of `info`
         return None
+    if counts is None:
+        return None
+    counts = np.asarray(counts)
     return counts if counts.ndim == 2 and counts.shape[1] == K else None

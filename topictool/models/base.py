@@ -1,18 +1,42 @@
-"""The Model protocol: the only thing the training loop knows about a model.
+"""The Model protocol: the only thing the training loop and the evaluators know
+about a model, and the plumbing every family shares.
 
-A model family is a class with these members (see DESIGN.md):
+A family declares (class attributes):
 
-    name: str                                 registry name, e.g. "lda-gibbs"
-    defaults: dict                            every option with its default; keys
-                                              outside it are rejected by the loop
-    __init__(corpus, options, rng_seed, threads=1)   build state (arrays only)
-    step() -> dict                            one iteration; returns metrics
-    snapshot() -> Snapshot                    current estimate of phi, alpha, weights
-    state() -> dict[str, np.ndarray]          everything needed to resume exactly
-    from_state(corpus, options, arrays, threads=1)   classmethod; inverse of state()
-    check_invariants()                        raise AssertionError if counts and
-                                              assignments disagree (debug-checks mode)
-    log_likelihood() -> float                 training log-likelihood or bound
+    name            registry name, e.g. "lda-gibbs"
+    step_unit       what one step (one -n) is: "sweep" (every token once), "pass"
+                    (every document once) or "minibatch" (some documents)
+    supports_threads  False: --threads > 1 is refused (never silently ignored)
+    eval_method     how `evaluate` folds test documents in: "gibbs" or "vb" (a snapshot
+                    with the burstiness front end adds its document cache either way)
+    defaults        every option with its default (the type of the default is the
+                    option's type); limits: option -> Range; aliases: old option
+                    names (runs written before a rename) -> new name or names
+    state_arrays    ndarray attributes that, with seed, iteration and rng, are the
+                    whole state (state_array_names() when it depends on the options);
+    state_scalars   scalar attributes in the state (name -> int or float);
+    resizable       state arrays whose shape may change while training (the model
+                    checks them in restored())
+    STATE_VERSION   bumped when the state's meaning changes
+
+and implements:
+
+    allocate()      arrays for the corpus and options (no randomness)
+    initialise()    the random start, drawing from self.rng
+    restored()      after from_state(): check the values, rebuild what the state does
+                    not hold (counts from assignments)
+    step() -> dict  one step_unit; returns metrics (key "tokens": the tokens this step
+                    visited, when not the whole corpus; see step_tokens)
+    snapshot()      the current estimate: Snapshot(phi, alpha, topic_weight, ...)
+    log_likelihood()  training log-likelihood or bound
+    check_invariants()  AssertionError when counts and assignments disagree (--debug-checks)
+    doc_topics()    (D, K) topic counts of the training documents, or None
+    rng_streams()   how many random streams (rows of self.rng) the model uses
+
+Base does the rest, once for every family: option resolution and range checks,
+the threads check, the empty-corpus check, state(), from_state() with every resume
+check (version, missing keys, shapes, dtypes, finiteness, RNG shape), the memory
+estimate and the step's token count.
 """
 
 import math
@@ -21,6 +45,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from ..kernels.rng import make_streams
+
+_MASK64 = (1 << 64) - 1
+STEP_UNITS = ("sweep", "pass", "minibatch")
 
 #: count tables and token indices are int32
 MAX_TOKENS = 2**31 - 1
@@ -61,15 +89,34 @@ POSITIVE_INT = Range(1)
 
 
 class Model:
+    # -- what a family declares ---------------------------------------------------------
     name = "abstract"
+    step_unit = "sweep"
+    supports_threads = False
+    eval_method = "gibbs"
     defaults: dict = {}
-    #: option name -> Range, checked by resolve_options (options not named: type only)
     limits: dict = {"K": Range(1, 2**31 - 1)}
+    aliases: dict = {}
     #: bytes each (document, topic) cell takes where a model keeps doc-topic tables dense
     doc_topic_bytes = 0
+    STATE_VERSION = 1
+    state_arrays: tuple = ()
+    state_scalars: dict = {}
+    resizable: frozenset = frozenset()
 
-    def __init__(self, corpus, options, rng_seed, threads=1):
+    # -- what a family implements ---------------------------------------------------------
+
+    def check_options(self, opts):
+        """Rules between options beyond the per-option limits (InputError)."""
+
+    def allocate(self):
         raise NotImplementedError
+
+    def initialise(self):
+        raise NotImplementedError
+
+    def restored(self):
+        """Called by from_state() once the state arrays and scalars are in place."""
 
     def step(self):
         raise NotImplementedError
@@ -77,24 +124,119 @@ class Model:
     def snapshot(self):
         raise NotImplementedError
 
-    def state(self):
-        raise NotImplementedError
-
-    @classmethod
-    def from_state(cls, corpus, options, arrays, threads=1):
-        raise NotImplementedError
+    def log_likelihood(self):
+        return float("nan")
 
     def check_invariants(self):
         pass
 
-    def log_likelihood(self):
-        return float("nan")
+    def doc_topics(self):
+        return None
+
+    def rng_streams(self):
+        return 1
+
+    def state_array_names(self):
+        return self.state_arrays
+
+    # -- what base does ---------------------------------------------------------------------
+
+    def __init__(self, corpus, options, rng_seed, threads=1):
+        self._build(corpus, options, threads)
+        self.seed = int(rng_seed) & _MASK64
+        self.iteration = 0
+        self.rng = make_streams(self.seed, self.rng_streams())
+        self.initialise()
+
+    @classmethod
+    def check_threads(cls, threads):
+        threads = int(threads)
+        if threads < 1:
+            raise InputError(f"--threads {threads}: must be at least 1")
+        if threads > 1 and not cls.supports_threads:
+            raise InputError(f"{cls.name} runs on one thread: --threads {threads} is refused rather than ignored")
+        return threads
+
+    def _build(self, corpus, options, threads):
+        """Options, threads and corpus sizes, then the family's arrays (allocate)."""
+        self.opts = self.resolve_options(dict(options))
+        self.check_options(self.opts)
+        self.threads = self.check_threads(threads)
+        self.corpus = corpus
+        self.K = int(self.opts["K"])
+        self.W = corpus.W
+        self.D = corpus.D
+        self.N = int(corpus.N)
+        if self.N == 0:
+            raise InputError("the corpus has no tokens")
+        self.allocate()
+
+    def state(self):
+        """Everything needed to continue exactly: the declared arrays and scalars, the
+        seed, the iteration and the random streams."""
+        out = {
+            "version": np.int64(self.STATE_VERSION),
+            "seed": np.uint64(self.seed),
+            "iteration": np.int64(self.iteration),
+            "rng": self.rng.copy(),
+        }
+        for name in self.state_array_names():
+            out[name] = getattr(self, name).copy()
+        for name, kind in self.state_scalars.items():
+            out[name] = np.float64(getattr(self, name)) if kind is float else np.int64(getattr(self, name))
+        return out
+
+    @classmethod
+    def from_state(cls, corpus, options, arrays, threads=1):
+        """The inverse of state(), for the same corpus, options and threads; InputError on
+        any mismatch (a state from another version, corpus, K or options)."""
+        self = cls.__new__(cls)
+        self._build(corpus, options, threads)
+        version = int(arrays.get("version", cls.STATE_VERSION))
+        if version > cls.STATE_VERSION:
+            raise InputError(f"{cls.name} state version {version} is newer than this topictool understands")
+        names = tuple(self.state_array_names())
+        missing = [k for k in ("seed", "iteration", "rng", *names, *cls.state_scalars) if k not in arrays]
+        if missing:
+            raise InputError(
+                f"{cls.name} state lacks {', '.join(missing)} (written by another version, or with other options?)"
+            )
+        self.seed = int(arrays["seed"])
+        self.iteration = int(arrays["iteration"])
+        rng = np.asarray(arrays["rng"])
+        if rng.shape != (self.rng_streams(), 4) or rng.dtype != np.uint64:
+            raise InputError(f"{cls.name} state: rng has shape {rng.shape}, expected ({self.rng_streams()}, 4)")
+        self.rng = rng.copy()
+        for name in names:
+            fresh = getattr(self, name)
+            a = np.asarray(arrays[name])
+            same = a.ndim == fresh.ndim if name in cls.resizable else a.shape == fresh.shape
+            if not same:
+                raise InputError(
+                    f"{cls.name} state: {name} has shape {a.shape}, expected {fresh.shape} "
+                    f"(same corpus and K={self.K}?)"
+                )
+            if a.dtype.kind not in "biuf" or (a.dtype.kind == "f" and not np.all(np.isfinite(a))):
+                raise InputError(f"{cls.name} state: {name} is not a finite numeric array")
+            setattr(self, name, np.ascontiguousarray(a, dtype=fresh.dtype).copy())
+        for name, kind in cls.state_scalars.items():
+            v = kind(arrays[name])
+            if kind is float and not np.isfinite(v):
+                raise InputError(f"{cls.name} state: {name}={v!r} is not finite")
+            setattr(self, name, v)
+        self.restored()
+        return self
+
+    def step_tokens(self, metrics):
+        """Tokens the step that returned ``metrics`` visited (tokens/s is per step)."""
+        return int(metrics.get("tokens", self.N))
 
     @classmethod
     def resolve_options(cls, given):
-        """Merge ``given`` over ``defaults``; unknown keys and wrong types are InputError."""
+        """Merge ``given`` over ``defaults``; unknown keys and wrong types are InputError.
+        Old names (``aliases``) are accepted for runs written before a rename."""
         opts = dict(cls.defaults)
-        for key, value in given.items():
+        for key, value in _renamed(cls, given).items():
             if key not in cls.defaults:
                 known = ", ".join(sorted(cls.defaults))
                 raise InputError(f"unknown option {key!r} for model {cls.name} (known: {known})")
@@ -122,6 +264,25 @@ class Model:
         check_memory(need, f"training {cls.name} (D={corpus.D:,}, W={corpus.W:,}, N={N:,}, K={options.get('K')})")
         if N > MAX_TOKENS:
             raise InputError(f"the corpus has {N:,} tokens; topictool's count tables hold at most {MAX_TOKENS:,}")
+
+
+def _renamed(cls, given):
+    """``given`` with old option names replaced by the new ones (a name may map to several)."""
+    out = {}
+    for key, value in given.items():
+        new = cls.aliases.get(key, key)
+        for name in (new,) if isinstance(new, str) else new:
+            if name in out and name in given and out[name] != value:
+                raise InputError(f"option {key} (now {name}) is given twice with different values")
+            out[name] = value
+    return out
+
+
+def doc_topic_counts(token_ptr, z, K):
+    """n_dk (D x K int32) from the topic of every token, documents as ``token_ptr`` cuts them."""
+    D = len(token_ptr) - 1
+    doc = np.repeat(np.arange(D, dtype=np.int64), np.diff(token_ptr))
+    return np.bincount(doc * K + z, minlength=D * K).reshape(D, K).astype(np.int32)
 
 
 def _coerce(key, value, default):

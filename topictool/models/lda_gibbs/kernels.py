@@ -472,14 +472,3 @@ def word_topic_histograms(tw, n_k, TB):
     for k in range(n_k.shape[0]):
         length_hist[n_k[k]] += 1
     return count_hist, length_hist
-
-
-# n_dk for every document (D x K), for callers that want theta; not used by the sweep.
-@numba.njit(cache=True, nogil=True)
-def doc_topic_counts(token_ptr, z, K):
-    D = token_ptr.shape[0] - 1
-    out = np.zeros((D, K), np.int32)
-    for d in range(D):
-        for i in range(token_ptr[d], token_ptr[d + 1]):
-            out[d, z[i]] += 1
-    return out

@@ -7,7 +7,7 @@ beta the symmetric prior on each topic's word distribution phi_k; z the topic of
 every token; n_kw, n_k, n_dk the counts of z by (topic, word), topic, (document, topic).
 Option ``alpha`` is the per-topic value (Mallet's --alpha is the sum, K times it).
 
-The sweep itself is `topictool.kernels.sparse_lda` (its docstring has the bucket
+The sweep itself is `kernels.py` beside this file (its docstring has the bucket
 decomposition, the count layout and the speed figures behind the choice of sampler);
 this class owns the arrays, the threads, the schedule of hyperparameter updates and
 saving. Memory per token: 4 bytes of word id + 2 of topic (4 when K >= 32768), plus
@@ -19,12 +19,9 @@ import numpy as np
 
 from ...errors import InputError
 from ...kernels.dirichlet_opt import doc_topic_histograms, learn_parameters, learn_symmetric_concentration
-from ...kernels.rng import make_streams
 from ...snapshot import Snapshot
-from ..base import NONNEGATIVE, PRIOR, Model
+from ..base import NONNEGATIVE, PRIOR, Model, doc_topic_counts
 from . import kernels as kern
-
-STATE_VERSION = 1
 
 # Mallet's Gamma hyperprior on each alpha_k (ParallelTopicModel.optimizeAlpha).
 ALPHA_PRIOR_SHAPE = 1.001
@@ -49,23 +46,6 @@ def _parse_alpha_vector(text, K):
         bad = values[~(np.isfinite(values) & (values > 0))][0]
         raise InputError(f"option alpha_vector: every value must be > 0, got {bad!r}")
     return values
-
-
-def _check_options(opts):
-    if opts["K"] < 1:
-        raise InputError(f"option K={opts['K']}: must be at least 1")
-    if opts["K"] >= 2**30:
-        raise InputError(f"option K={opts['K']}: too many topics")
-    if not opts["alpha"] > 0:
-        raise InputError(f"option alpha={opts['alpha']!r}: must be > 0")
-    if not opts["beta"] > 0:
-        raise InputError(f"option beta={opts['beta']!r}: must be > 0")
-    if opts["optimize_interval"] < 0:
-        raise InputError(f"option optimize_interval={opts['optimize_interval']}: must be >= 0 (0 never optimises)")
-    if opts["optimize_burn_in"] < 0:
-        raise InputError(f"option optimize_burn_in={opts['optimize_burn_in']}: must be >= 0")
-    if opts["alpha_vector"]:
-        _parse_alpha_vector(opts["alpha_vector"], opts["K"])
 
 
 def _blocks(token_ptr, threads):
@@ -98,36 +78,24 @@ class LdaGibbs(Model):
         "optimize_burn_in": NONNEGATIVE,
     }
 
-    def __init__(self, corpus, options, rng_seed, threads=1):
-        self._setup(corpus, options, threads)
-        self.seed = int(rng_seed) & ((1 << 64) - 1)
-        self.iteration = 0
-        if self.opts["alpha_vector"]:
-            self.alpha = _parse_alpha_vector(self.opts["alpha_vector"], self.K)
-        else:
-            self.alpha = np.full(self.K, self.opts["alpha"], dtype=np.float64)
-        self.beta = float(self.opts["beta"])
-        self.rng = make_streams(self.seed, self.threads)
-        kern.init_assignments(self.token_ptr, self.block_ptr, self.z, self.rng, self.K)
-        self._rebuild_counts()
+    step_unit = "sweep"
+    supports_threads = True  # AD-LDA document blocks (see step)
+    eval_method = "gibbs"
+    state_arrays = ("z", "alpha")
+    state_scalars = {"beta": float}
 
-    # -- construction helpers -------------------------------------------------------
+    def check_options(self, opts):
+        if opts["K"] >= 2**30:
+            raise InputError(f"option K={opts['K']}: too many topics")
+        if opts["alpha_vector"]:
+            _parse_alpha_vector(opts["alpha_vector"], opts["K"])
 
-    def _setup(self, corpus, options, threads):
-        self.opts = self.resolve_options(dict(options))
-        _check_options(self.opts)
-        threads = int(threads)
-        if threads < 1:
-            raise InputError(f"threads={threads}: must be at least 1")
-        self.corpus = corpus
-        self.K = int(self.opts["K"])
-        self.W = corpus.W
-        self.D = corpus.D
-        self.token_ptr, self.words = corpus.tokens()
-        self.N = len(self.words)
-        if self.N == 0:
-            raise InputError("the corpus has no tokens")
-        self.threads = threads
+    def rng_streams(self):
+        return self.threads  # one stream per thread's document block
+
+    def allocate(self):
+        self.token_ptr, self.words = self.corpus.tokens()
+        threads = self.threads
         self.block_ptr = _blocks(self.token_ptr, threads)
         self.z = np.zeros(self.N, dtype=np.int16 if self.K < 32768 else np.int32)
         self.TB = kern.topic_bits(self.K)
@@ -138,6 +106,24 @@ class LdaGibbs(Model):
         if threads > 1:
             self.tw_local = np.zeros((threads, len(self.tw)), dtype=self.tw.dtype)
             self.n_k_local = np.zeros((threads, self.K), dtype=np.int32)
+        if self.opts["alpha_vector"]:
+            self.alpha = _parse_alpha_vector(self.opts["alpha_vector"], self.K)
+        else:
+            self.alpha = np.full(self.K, self.opts["alpha"], dtype=np.float64)
+        self.beta = float(self.opts["beta"])
+
+    def initialise(self):
+        kern.init_assignments(self.token_ptr, self.block_ptr, self.z, self.rng, self.K)
+        self._rebuild_counts()
+
+    def restored(self):
+        if int(self.z.min()) < 0 or int(self.z.max()) >= self.K:
+            raise InputError(f"state has topic assignments outside 0..{self.K - 1} (K={self.K})")
+        if np.any(self.alpha <= 0):
+            raise InputError(f"state alpha must be {self.K} positive numbers")
+        if not self.beta > 0:
+            raise InputError(f"state beta={self.beta!r} must be positive")
+        self._rebuild_counts()
 
     def _rebuild_counts(self):
         """n_kw and n_k from z (and the threads' copies of them)."""
@@ -238,56 +224,6 @@ class LdaGibbs(Model):
             meta=meta,
         )
 
-    def state(self):
-        return {
-            "version": np.int64(STATE_VERSION),
-            "z": self.z.copy(),
-            "rng": self.rng.copy(),
-            "alpha": self.alpha.copy(),
-            "beta": np.float64(self.beta),
-            "iteration": np.int64(self.iteration),
-            "seed": np.uint64(self.seed),
-            "threads": np.int64(self.threads),
-        }
-
-    @classmethod
-    def from_state(cls, corpus, options, arrays, threads=1):
-        """Rebuild from `state()`. Exact continuation needs the same corpus and threads; with a
-        different thread count the RNG streams are re-derived from (seed, iteration)."""
-        self = cls.__new__(cls)
-        self._setup(corpus, options, threads)
-        missing = [k for k in ("z", "rng", "alpha", "beta", "iteration", "seed") if k not in arrays]
-        if missing:
-            raise InputError(f"lda-gibbs state lacks {', '.join(missing)}")
-        version = int(arrays.get("version", STATE_VERSION))
-        if version > STATE_VERSION:
-            raise InputError(f"lda-gibbs state version {version} is newer than this topictool understands")
-        z = np.asarray(arrays["z"])
-        if z.shape != (self.N,):
-            raise InputError(f"state has {z.shape[0] if z.ndim else 0} assignments but the corpus has {self.N} tokens")
-        if self.N and (int(z.min()) < 0 or int(z.max()) >= self.K):
-            raise InputError(f"state has topic assignments outside 0..{self.K - 1} (K={self.K})")
-        alpha = np.asarray(arrays["alpha"], dtype=np.float64)
-        if alpha.shape != (self.K,) or not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
-            raise InputError(f"state alpha must be {self.K} positive numbers")
-        beta = float(arrays["beta"])
-        if not (np.isfinite(beta) and beta > 0):
-            raise InputError(f"state beta={beta!r} must be positive")
-        self.z[:] = z
-        self.alpha = alpha.copy()
-        self.beta = beta
-        self.iteration = int(arrays["iteration"])
-        self.seed = int(arrays["seed"])
-        rng = np.asarray(arrays["rng"], dtype=np.uint64)
-        if rng.shape == (self.threads, 4):
-            self.rng = rng.copy()
-        else:
-            self.rng = make_streams(
-                (self.seed + 0x9E3779B97F4A7C15 * (self.iteration + 1)) & ((1 << 64) - 1), self.threads
-            )
-        self._rebuild_counts()
-        return self
-
     def check_invariants(self):
         """Raise AssertionError unless every count table agrees with z, recomputed from scratch."""
 
@@ -305,7 +241,7 @@ class LdaGibbs(Model):
             fail("n_kw (word-topic slots) disagrees with z")
         if int((self.tw >> self.TB).sum(dtype=np.int64)) != self.N:
             fail("n_kw does not sum to N")
-        n_dk = kern.doc_topic_counts(self.token_ptr, self.z, self.K)
+        n_dk = self.doc_topics()
         if not np.array_equal(n_dk.sum(axis=1, dtype=np.int64), np.diff(self.token_ptr)):
             fail("n_dk rows do not sum to the document lengths")
         if not np.array_equal(n_dk.sum(axis=0, dtype=np.int64), self.n_k.astype(np.int64)):
@@ -318,6 +254,6 @@ class LdaGibbs(Model):
 
     # -- extras ---------------------------------------------------------------------
 
-    def doc_topic_counts(self):
+    def doc_topics(self):
         """n_dk (D x K int32), computed from z."""
-        return kern.doc_topic_counts(self.token_ptr, self.z, self.K)
+        return doc_topic_counts(self.token_ptr, self.z, self.K)

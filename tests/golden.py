@@ -1,0 +1,76 @@
+"""The golden runs: each model trained on the ch corpus with fixed options, and the sha256
+of its model.npz arrays. tests/test_golden.py checks them against tests/golden.json, which
+was recorded before the redesign moved every family onto one protocol: the same seed,
+options and threads must give the same model bit for bit.
+
+    python -m tests.golden OUT_DIR        # prints the JSON for tests/golden.json
+"""
+
+import contextlib
+import hashlib
+import io
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+CH = ("ch", "ch.ldac")
+CH_WORDS = ("ch", "ch.words")
+
+# model -> extra train arguments (K=10, seed 1; each visits the corpus a few times)
+RUNS = {
+    "lda-gibbs": ["-n", "5"],
+    "lda-gibbs@2": ["-n", "5", "--threads", "2"],
+    "hdp-gibbs": ["-n", "5"],
+    "hdp-gibbs+burst": ["-n", "5", "--set", "burst=true"],
+    "nplda-gibbs": ["-n", "5"],
+    "lida-gibbs": ["-n", "5"],
+    "lda-svi": ["-n", "3", "--set", "minibatch=64"],
+    "lda-scvb0": ["-n", "3", "--set", "minibatch=64"],
+    "hdp-pcvb0": ["-n", "3"],
+    "hdp-pcsvb0": ["-n", "3"],
+    "hdp-online": ["-n", "10", "--set", "minibatch=50"],
+    "hdp-online-sm": ["-n", "10", "--set", "minibatch=50"],
+    "hdp-batch": ["-n", "3"],
+}
+ARRAYS = ("phi", "alpha", "topic_weight")
+
+
+def digest(a):
+    a = np.ascontiguousarray(a)
+    h = hashlib.sha256()
+    h.update(str(a.dtype).encode())
+    h.update(str(a.shape).encode())
+    h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def checksums(model_npz):
+    with np.load(model_npz, allow_pickle=False) as z:
+        return {k: digest(z[k]) for k in ARRAYS}
+
+
+def train_args(corpus, label, out):
+    model = label.split("@")[0].split("+")[0]
+    return ["train", str(corpus), "-m", model, "-K", "10", "--seed", "1", *RUNS[label], "-o", str(out)]
+
+
+def main(out_dir, shared):
+    from topictool.cli.main import main as cli
+
+    out_dir = Path(out_dir)
+    corpus = out_dir / "ch"
+    with contextlib.redirect_stdout(io.StringIO()):
+        cli(["prepare", str(shared.joinpath(*CH)), "--vocab", str(shared.joinpath(*CH_WORDS)), "-o", str(corpus)])
+        result = {}
+        for label in RUNS:
+            out = out_dir / label
+            cli(train_args(corpus, label, out))
+            result[label] = checksums(out / "model.npz")
+    return result
+
+
+if __name__ == "__main__":
+    shared = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parents[2] / "shared" / "data"
+    print(json.dumps(main(sys.argv[1], shared), indent=2, sort_keys=True))
