@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..models.base import effective_topics
 from ..topics import corpus_word_distribution
 
 
@@ -46,10 +47,6 @@ def entropy(p):
         return 0.0
     p = p[p > 0] / s
     return float(-(p * np.log(p)).sum())
-
-
-def effective_topics(topic_weight):
-    return math.exp(entropy(topic_weight))
 
 
 def _row_entropies(phi):

@@ -89,6 +89,16 @@ def randint(state, row, n):
 
 
 @numba.njit(cache=True, nogil=True)
+def shuffle(order, state, row):
+    """Fisher-Yates shuffle of ``order`` in place with stream ``row`` of ``state``."""
+    for i in range(order.shape[0] - 1, 0, -1):
+        j = randint(state, row, i + 1)
+        tmp = order[i]
+        order[i] = order[j]
+        order[j] = tmp
+
+
+@numba.njit(cache=True, nogil=True)
 def standard_normal(state, row):
     """Marsaglia's polar method (the second value is discarded to keep
     the state a pure function of the number of draws)."""

@@ -48,18 +48,24 @@ def digamma(x):
     return result + math.log(x) - 0.5 * inv - series + shift
 
 
-# log Gamma(x + n) - log Gamma(x): the log rising factorial, for n >= 0 counts.
+# log Gamma(b + N) - log Gamma(b) = log of b (b+1) ... (b+N-1), the rising factorial
+# (the normaliser of a Dirichlet or Pitman-Yor node's eq. 3).
 @numba.njit(cache=True, nogil=True)
-def log_rising(x, n):
-    """log of x (x+1) ... (x+n-1) = lgamma(x + n) - lgamma(x), for x > 0, n >= 0."""
-    if n <= 0:
+def log_rising(b, N):
+    if N <= 0:
         return 0.0
-    if n <= 8:
-        p = 1.0
-        for i in range(n):
-            p *= x + i
-        return math.log(p)
-    return math.lgamma(x + n) - math.lgamma(x)
+    return math.lgamma(b + N) - math.lgamma(b)
+
+
+# log (b|a)_T = log prod_{t<T} (b + t a), the Pochhammer symbol with increment a
+# (T log b when a = 0).
+@numba.njit(cache=True, nogil=True)
+def log_pochhammer(b, a, T):
+    if T <= 0:
+        return 0.0
+    if a == 0.0:
+        return T * math.log(b)
+    return T * math.log(a) + math.lgamma(b / a + T) - math.lgamma(b / a)
 
 
 # psi(x + n) - psi(x) = sum_{i<n} 1/(x+i): the digamma difference of Wallach's recurrence.

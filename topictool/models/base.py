@@ -278,6 +278,17 @@ def _renamed(cls, given):
     return out
 
 
+def effective_topics(weight):
+    """exp of the entropy of the (normalised) topic weights: K when uniform, 1 when one topic
+    holds everything (hca's "exp.ent"); zero weights ignored."""
+    w = np.asarray(weight, dtype=np.float64).ravel()
+    w = w[w > 0]
+    if w.size == 0:
+        return 0.0
+    w = w / w.sum()
+    return float(np.exp(-(w * np.log(w)).sum()))
+
+
 def doc_topic_counts(token_ptr, z, K):
     """n_dk (D x K int32) from the topic of every token, documents as ``token_ptr`` cuts them."""
     D = len(token_ptr) - 1

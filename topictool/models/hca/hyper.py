@@ -37,8 +37,9 @@ def log_concentration_prior(b):
     return (PRIOR_SHAPE - 1.0) * math.log(b) - b / PRIOR_SCALE
 
 
-def log_pochhammer(b, a, T):
-    """sum over nodes of log (b|a)_T; b a scalar or an array matching T."""
+def sum_log_pochhammer(b, a, T):
+    """sum over nodes of log (b|a)_T (kernels.special.log_pochhammer, vectorised over the
+    nodes with scipy's gammaln); b a scalar or an array matching T."""
     T = np.asarray(T, dtype=np.float64)
     if a == 0.0:
         return float(np.sum(T * np.log(b)))
@@ -46,28 +47,30 @@ def log_pochhammer(b, a, T):
     return float(np.sum(T * math.log(a) + gammaln(ba + T) - gammaln(ba)))
 
 
-def log_rising(b, N):
+def sum_log_rising(b, N):
+    """sum over nodes of log Gamma(b + N) - log Gamma(b) (kernels.special.log_rising, vectorised)."""
     N = np.asarray(N, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     return float(np.sum(gammaln(b + N) - gammaln(b)))
 
 
 def concentration_logpdf(b, a, T, N):
-    return log_concentration_prior(b) + log_pochhammer(b, a, T) - log_rising(b, N)
+    return log_concentration_prior(b) + sum_log_pochhammer(b, a, T) - sum_log_rising(b, N)
 
 
 def discount_logpdf(a, b, T, pairs):
     pn, pt, pw = pairs
-    return log_pochhammer(b, a, T) + sum_log_stirling(a, pn, pt, pw)
+    return sum_log_pochhammer(b, a, T) + sum_log_stirling(a, pn, pt, pw)
 
 
 def root_concentration_logpdf(b0, a0, used, total):
-    return log_concentration_prior(b0) + log_pochhammer(b0, a0, used) - log_rising(b0, total)
+    return log_concentration_prior(b0) + sum_log_pochhammer(b0, a0, used) - sum_log_rising(b0, total)
 
 
 def root_discount_logpdf(a0, b0, counts):
     c = counts[counts > 1].astype(np.float64)
-    return log_pochhammer(b0, a0, int(np.count_nonzero(counts))) + float(np.sum(gammaln(c - a0) - gammaln(1.0 - a0)))
+    tables = int(np.count_nonzero(counts))
+    return sum_log_pochhammer(b0, a0, tables) + float(np.sum(gammaln(c - a0) - gammaln(1.0 - a0)))
 
 
 def dirichlet_logpdf(beta, count_values, count_freq, n_k, W):

@@ -22,13 +22,14 @@ import numpy as np
 
 from ...errors import InputError
 from ...kernels.rng import make_streams
+from ...kernels.special import log_pochhammer, log_rising
 from ...kernels.stirling import StirlingTable, sorted_pairs
 from ...snapshot import Snapshot
-from ..base import DISCOUNT, NONNEGATIVE, PRIOR, Model
+from ..base import DISCOUNT, NONNEGATIVE, PRIOR, Model, effective_topics
 from . import hyper as hp
 from . import sampler as smp
 from .burst import burst_statistics, max_in_document_count, max_slots
-from .pyp import log_binomial, log_pochhammer, log_rising, node_log_factor, pyp_estimate, root_estimate, root_log_factor
+from .pyp import log_binomial, node_log_factor, pyp_estimate, root_estimate, root_log_factor
 
 STATE_VERSION = 1
 
@@ -410,9 +411,7 @@ class HcaGibbs(Model):
         return np.bincount(self.z, minlength=self.K).astype(np.float64) / self.N
 
     def effective_topics(self):
-        w = self.topic_weight()
-        w = w[w > 0]
-        return float(math.exp(-(w * np.log(w)).sum()))
+        return effective_topics(self.topic_weight())
 
     def snapshot(self):
         h = self.hyper

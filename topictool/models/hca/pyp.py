@@ -48,25 +48,8 @@ import math
 import numba
 import numpy as np
 
+from ...kernels.special import log_pochhammer, log_rising
 from ...kernels.stirling import log_stirling_from_table, ratio_new_table, ratio_same_tables
-
-
-# log (b|a)_T = sum_{i<T} log(b + i a): the new-table part of eq. 3.
-@numba.njit(cache=True, nogil=True)
-def log_pochhammer(b, a, T):
-    if T <= 0:
-        return 0.0
-    if a == 0.0:
-        return T * math.log(b)
-    return T * math.log(a) + math.lgamma(b / a + T) - math.lgamma(b / a)
-
-
-# log Gamma(b + N) - log Gamma(b): the normaliser of eq. 3.
-@numba.njit(cache=True, nogil=True)
-def log_rising(b, N):
-    if N <= 0:
-        return 0.0
-    return math.lgamma(b + N) - math.lgamma(b)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -42,7 +42,7 @@ import math
 import numba
 import numpy as np
 
-from ...kernels.rng import gamma, randint
+from ...kernels.rng import gamma
 from ...kernels.special import digamma
 
 
@@ -321,16 +321,6 @@ def random_topics(state, row, eta, shape, lam):
     for k in range(K):
         for w in range(W):
             lam[k, w] = eta + gamma(state, row, shape) / shape
-
-
-# Fisher-Yates shuffle: the order in which a pass visits the documents.
-@numba.njit(cache=True, nogil=True)
-def shuffle(state, row, order):
-    for i in range(order.shape[0] - 1, 0, -1):
-        j = randint(state, row, i + 1)
-        tmp = order[i]
-        order[i] = order[j]
-        order[j] = tmp
 
 
 # log p(v* | gamma) for the sticks of beta* ~ GEM(gamma), v_k ~ Beta(1, gamma) (supplement):

@@ -58,7 +58,7 @@ from scipy.optimize import minimize
 from scipy.special import digamma, gammaln, polygamma
 
 from ...errors import InputError
-from ...kernels.rng import make_streams, uniform
+from ...kernels.rng import make_streams, shuffle, uniform
 from ...snapshot import Snapshot
 from ..base import NONNEGATIVE, POSITIVE, PRIOR, Model
 from . import kernels as kern
@@ -550,7 +550,7 @@ class OnlineHdp(_VariationalHdp):
         while len(out) < size:
             if self.cursor >= self.D:
                 self.order = np.arange(self.D, dtype=np.int64)
-                kern.shuffle(self.rng, 0, self.order)
+                shuffle(self.order, self.rng, 0)
                 self.cursor = 0
             take = min(size - len(out), self.D - self.cursor)
             out.extend(self.order[self.cursor : self.cursor + take].tolist())

@@ -5,9 +5,9 @@ collapsed HDP models (PCVB0, PCSVB0) share on output."""
 import numpy as np
 
 from ...errors import InputError
-from ...kernels.rng import make_streams
+from ...kernels.rng import make_streams, shuffle
 from ...snapshot import Snapshot
-from ..base import NONNEGATIVE, POSITIVE, PRIOR, Model
+from ..base import NONNEGATIVE, POSITIVE, PRIOR, Model, effective_topics  # noqa: F401 (re-exported)
 from .kernels import point_log_likelihood
 
 _MASK64 = (1 << 64) - 1
@@ -44,15 +44,6 @@ def check_K(opts):
 def check_init(opts):
     if opts["init"] not in ("sequential", "random"):
         raise InputError(f"option init={opts['init']!r}: expected sequential or random")
-
-
-def effective_topics(weight):
-    w = np.asarray(weight, dtype=np.float64)
-    w = w[w > 0]
-    if w.size == 0:
-        return 0.0
-    w = w / w.sum()
-    return float(np.exp(-(w * np.log(w)).sum()))
 
 
 class VariationalModel(Model):
@@ -183,8 +174,6 @@ class VariationalModel(Model):
 
     def _epoch_order(self):
         """A fresh random document order for this pass (from the model's stream)."""
-        from .kernels import shuffle
-
         order = np.arange(self.D, dtype=np.int64)
         shuffle(order, self.rng, 0)
         return order

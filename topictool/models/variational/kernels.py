@@ -21,7 +21,7 @@ is ``scale *= (1 - rho)`` (O(1)) and only the target's rows are written,
 import numba
 import numpy as np
 
-from ...kernels.rng import randint, uniform
+from ...kernels.rng import uniform
 
 # Fold the scale factor back into the stored table when it drops below this;
 # A then grows to at most 1/RESCALE_BELOW times the true counts (far from overflow).
@@ -68,16 +68,6 @@ def keep_fraction(s, tau, kappa, t, m):
     for i in range(m):
         c *= 1.0 - step_size(s, tau, kappa, t + i)
     return c
-
-
-@numba.njit(cache=True, nogil=True)
-def shuffle(order, rng, row):
-    """Fisher-Yates shuffle of ``order`` in place with the model's stream."""
-    for i in range(order.shape[0] - 1, 0, -1):
-        j = randint(rng, row, i + 1)
-        tmp = order[i]
-        order[i] = order[j]
-        order[j] = tmp
 
 
 # Random soft assignments: q_i ~ normalised Uniform(0,1)^K per unit (token or
