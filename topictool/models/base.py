@@ -83,6 +83,9 @@ class Range:
 PRIOR = Range(0.0, 1e6, lo_open=True)
 #: a Pitman-Yor discount
 DISCOUNT = Range(0.0, 1.0, hi_open=True)
+#: the decay of a Robbins-Monro step size rho_t = s / (tau + t)^kappa: in [0.5, 1] the steps
+#: sum to infinity while their squares stay finite or nearly so (0.5 is gensim's default)
+KAPPA = Range(0.5, 1.0)
 NONNEGATIVE = Range(0.0)
 POSITIVE = Range(0.0, lo_open=True)
 POSITIVE_INT = Range(1)
