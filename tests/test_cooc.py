@@ -163,8 +163,8 @@ def test_spilled_runs_merge_to_the_same_counts(tmp_path):
     spilling.add_ids(ids, ptr)
     out = spilling.flush()
     assert len(out["runs"]) > 2
-    name, n = cooc.merge_into_run(tmp_path, [r[0] for r in out["runs"]])
-    keys, counts = cooc._open_run(tmp_path, name)
+    name, n = cooc.spill.merge_into_run(tmp_path, [r[0] for r in out["runs"]])
+    keys, counts = cooc.spill._open_run(tmp_path, name)
     assert np.array_equal(keys, expected[0]) and np.array_equal(counts, expected[1]) and n == len(keys)
 
 
@@ -264,10 +264,10 @@ def test_killed_run_resumes_to_the_same_counts(sample_refs, small_dump, monkeypa
         if len(seen) == 5:
             raise KeyboardInterrupt  # as abrupt as a kill: nothing is saved after the last checkpoint
 
-    monkeypatch.setattr(cooc, "_after_batch", kill_after_five)
+    monkeypatch.setattr(cooc.pipeline, "_after_batch", kill_after_five)
     with pytest.raises(KeyboardInterrupt):
         build_reference([dump], d / "vocab.txt", out, CoocOptions(**opts))
-    monkeypatch.setattr(cooc, "_after_batch", None)
+    monkeypatch.setattr(cooc.pipeline, "_after_batch", None)
     state_dir = cooc.state_dir_for(out)
     with np.load(state_dir / "state.npz") as z:
         state = json.loads(str(z["state"]))
@@ -289,11 +289,11 @@ def test_sigterm_saves_state_and_rerun_continues(sample_refs, monkeypatch):
         if len(batches) == 2:
             os.kill(os.getpid(), signal.SIGTERM)
 
-    monkeypatch.setattr(cooc, "_after_batch", term_after_two)
+    monkeypatch.setattr(cooc.pipeline, "_after_batch", term_after_two)
     r = run("cooc", shared(*SAMPLE), "--vocab", d / "vocab.txt", "-o", out)
     assert r.exit_code == 0 and "run the same command again" in r.stderr
     assert not out.exists() and (cooc.state_dir_for(out) / "state.npz").exists()
-    monkeypatch.setattr(cooc, "_after_batch", None)
+    monkeypatch.setattr(cooc.pipeline, "_after_batch", None)
     r = run("cooc", shared(*SAMPLE), "--vocab", d / "vocab.txt", "-o", out, "--window", "5")
     assert r.exit_code == 2 and "different cooc run (window differs)" in r.stderr
     r = run("cooc", shared(*SAMPLE), "--vocab", d / "vocab.txt", "-o", out, "--json")

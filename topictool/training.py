@@ -8,7 +8,6 @@ snapshot, and turns SIGTERM/SIGINT into "checkpoint, then exit 0".
 
 import datetime
 import json
-import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -21,6 +20,7 @@ from .corpus import load_corpus
 from .corpus.holdout import parse_holdout
 from .errors import InputError
 from .models import registry
+from .signals import StopFlag
 
 RUN_FORMAT_VERSION = 1
 
@@ -95,7 +95,7 @@ def train(spec, out, force=False, echo=None):
     ``force``, and only once the new run has written its first checkpoint)."""
     cls = registry.get(spec.model)
     output = store.DirectoryOutput(out, force, kind="run", inputs=[spec.corpus, spec.test], resume_hint=True)
-    with _StopFlag() as output.stop:
+    with StopFlag() as output.stop:
         corpus, test = _load_inputs(spec, cls)
         model = cls(corpus, spec.options, spec.seed, threads=spec.threads)
         output.open()
@@ -172,7 +172,7 @@ def resume(run, more=None, threads=None, echo=None):
     spec.corpus = info["corpus"]["path"]
     spec.test = (info.get("test") or {}).get("path")
     output = _Resumed(run)
-    with _StopFlag() as output.stop:
+    with StopFlag() as output.stop:
         output.lock.acquire("run directory")
         try:
             return _resume(output, info, spec, cls, more, echo)
@@ -206,27 +206,6 @@ def model_bytes(model):
         if isinstance(v, np.ndarray):
             total += v.nbytes
     return total
-
-
-class _StopFlag:
-    """SIGTERM/SIGINT set a flag the loop reads between steps (a cluster's preemption
-    then ends in a checkpoint and exit 0). Installed before the run directory is
-    touched, so a signal during set-up is honoured the same way."""
-
-    def __init__(self):
-        self.signal = None
-        self._old = {}
-
-    def __call__(self, signum, frame):
-        self.signal = signum
-
-    def __enter__(self):
-        self._old = {s: signal.signal(s, self) for s in (signal.SIGTERM, signal.SIGINT)}
-        return self
-
-    def __exit__(self, *exc):
-        for s, h in self._old.items():
-            signal.signal(s, h)
 
 
 def _loop(output, info, spec, model, corpus, test, done, target, echo):
