@@ -20,7 +20,7 @@ SHADES = " ░▒▓█"
 
 
 def load(model):
-    from topictool.importers import load_model
+    from topictool.snapshot import load_model
 
     return load_model(model)
 

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from topictool.errors import InputError
-from topictool.evaluate.burst import burst_document_completion
 from topictool.evaluate.completion import document_completion
 from topictool.kernels import stirling
 from topictool.kernels.rng import make_streams
@@ -532,7 +531,7 @@ def bursty():
 def test_burst_completion_beats_plain_on_bursty_text(bursty):
     _, test, plain, burst = bursty
     p_plain = document_completion(plain, test)
-    p_burst = burst_document_completion(burst, test)
+    p_burst = document_completion(burst, test)
     for key in ("perplexity", "log_likelihood_per_token", "heldout_tokens", "documents"):
         assert key in p_burst
     assert p_burst["heldout_tokens"] == p_plain["heldout_tokens"]  # the same split
@@ -545,14 +544,14 @@ def test_burst_completion_beats_plain_on_bursty_text(bursty):
 
 def test_burst_completion_is_thread_independent_and_tends_to_plain(bursty):
     _, test, _, burst = bursty
-    one = burst_document_completion(burst, test, samples=10, threads=1)
-    two = burst_document_completion(burst, test, samples=10, threads=2)
+    one = document_completion(burst, test, samples=10, threads=1)
+    two = document_completion(burst, test, samples=10, threads=2)
     assert one["perplexity"] == two["perplexity"]
     # an infinitely concentrated cache is phi itself: the plain measure (up to Monte Carlo noise)
     huge = dataclasses.replace(burst, burst_concentration=np.full(burst.K, 1e12))
     plain = dataclasses.replace(burst, burst_concentration=None, burst_discount=None)
-    a = burst_document_completion(huge, test)["perplexity"]
+    a = document_completion(huge, test)["perplexity"]
     b = document_completion(plain, test)["perplexity"]
     assert a == pytest.approx(b, rel=0.03)
-    with pytest.raises(InputError, match="no burstiness"):
-        burst_document_completion(plain, test)
+    with pytest.raises(InputError, match="--method gibbs"):
+        document_completion(burst, test, method="vb")

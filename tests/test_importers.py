@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from topictool.errors import InputError
-from topictool.importers import export_text, import_hca, import_mallet, import_text, load_model
-from topictool.snapshot import Snapshot
+from topictool.importers import export_text, import_hca, import_mallet, import_text
+from topictool.snapshot import Snapshot, load_model
 
 FIX = Path(__file__).parent / "fixtures"
 HCA, MALLET = FIX / "hca", FIX / "mallet"

@@ -208,7 +208,8 @@ def test_prepare_refuses_an_output_holding_its_source(work):
 def test_file_outputs_refuse_what_they_must_not_replace(cmd, work):
     make = FILE_COMMANDS[cmd]
     w = work
-    from topictool.importers import export_text, load_model
+    from topictool.importers import export_text
+    from topictool.snapshot import load_model
 
     export_text(load_model(w / "model.npz"), w / "m")
     (w / "existing.txt").write_text("precious\n")
@@ -570,7 +571,7 @@ def test_a_one_megabyte_word_does_not_make_a_huge_model(work):
     ok("train", w / "bigc", "-m", "lda-gibbs", "-K", "2", "-n", "1", "-o", w / "bigr")
     size = (w / "bigr" / "model.npz").stat().st_size
     assert size < 3 * (1 << 20), size  # the words themselves, not 4 x 4 MB of padding
-    from topictool.importers import load_model
+    from topictool.snapshot import load_model
 
     assert giant in load_model(w / "bigr").vocab
 
@@ -671,7 +672,7 @@ main(sys.argv[2:])
 def _is_whole_run(run_dir):
     info = store.read_run_json(run_dir)
     _, meta, _ = store.latest_checkpoint(run_dir)
-    from topictool.importers import load_model
+    from topictool.snapshot import load_model
 
     load_model(run_dir)
     return info, meta

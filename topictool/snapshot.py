@@ -2,6 +2,7 @@
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -72,3 +73,16 @@ class Snapshot:
             burst_discount=float(a["burst_discount"]) if "burst_discount" in a else None,
         )
         return snap.check(path)
+
+
+def load_model(path):
+    """A run directory -> its model.npz as a Snapshot; a snapshot .npz -> Snapshot."""
+    p = Path(path)
+    if p.is_dir():
+        m = p / "model.npz"
+        if not m.exists():
+            raise InputError("run directory has no model.npz (no snapshot written yet)", p)
+        return Snapshot.load(m)
+    if not p.exists():
+        raise InputError("no such file or directory", p)
+    return Snapshot.load(p)

@@ -182,7 +182,9 @@ def read_topics_file(path, vocab=None):
     if not path.exists():
         raise InputError("no such file", path)
     if vocab is not None and isinstance(vocab, (str, Path)):
-        vocab = read_word_list(vocab)
+        from .corpus.vocabulary import read_vocab
+
+        vocab = read_vocab(vocab)
     index = None if vocab is None else {w: i for i, w in enumerate(vocab)}
     topics = []
     try:
@@ -212,25 +214,3 @@ def read_topics_file(path, vocab=None):
     if not topics:
         raise InputError("no topics in the file", path)
     return topics
-
-
-def read_word_list(path):
-    """One word per line (trailing whitespace stripped; a blank line is an error)."""
-    path = Path(path)
-    if path.is_dir() and (path / "vocab.txt").exists():
-        path = path / "vocab.txt"
-    if not path.exists():
-        raise InputError("no such file", path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", path) from None
-    while lines and not lines[-1].strip():
-        lines.pop()
-    words = []
-    for lineno, line in enumerate(lines, 1):
-        w = line.strip()
-        if not w:
-            raise InputError("blank line in a vocabulary file", path, lineno)
-        words.append(w)
-    return words

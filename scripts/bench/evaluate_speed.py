@@ -56,7 +56,7 @@ def main():
 
     if args.model:
         from topictool.corpus import load_corpus
-        from topictool.importers import load_model
+        from topictool.snapshot import load_model
 
         snap, test = load_model(args.model), load_corpus(args.test, part="test")
     else:

@@ -147,9 +147,7 @@ def worker(args):
     if hasattr(model, "hyperparameters"):
         result["hyperparameters"] = model.hyperparameters(summary=True)
     if snap.burst_concentration is not None:
-        from topictool.evaluate.burst import burst_document_completion
-
-        b = burst_document_completion(snap, test, **ev)
+        b = document_completion(snap, test, **ev)  # the burst-aware scorer, chosen by the snapshot
         assert b["heldout_tokens"] == plain["heldout_tokens"]
         result["perplexity_burst"] = b["perplexity"]
     result["perplexity"] = result.get("perplexity_burst", result["perplexity_plain"])
@@ -218,9 +216,7 @@ def run_hca(args, key, workdir):
             if snap.burst_concentration is not None:
                 import dataclasses
 
-                from topictool.evaluate.burst import burst_document_completion
-
-                out["perplexity"] = burst_document_completion(
+                out["perplexity"] = document_completion(
                     snap, test, holdout=args.holdout, seed=args.seed, burn_in=args.burn_in, samples=args.samples
                 )["perplexity"]
                 plain = dataclasses.replace(snap, burst_concentration=None, burst_discount=None)

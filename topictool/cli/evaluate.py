@@ -56,7 +56,7 @@ def command(model, test, holdout, burn_in, samples, method, seed, threads, vocab
     --allow-oov (then they are dropped and counted)."""
     from ..corpus import load_corpus
     from ..evaluate.completion import document_completion
-    from ..importers import load_model
+    from ..snapshot import load_model
 
     snapshot = load_model(model)
     if method is None:

@@ -19,7 +19,7 @@ def command(model, top, as_json):
     the corpus word distribution (and document sparsity when a checkpoint has the counts).
     For a run also iterations, wall time, mean tokens/s and bytes per training token."""
     from ..evaluate.diagnostics import model_diagnostics, run_doc_topic_counts, run_figures
-    from ..importers import load_model
+    from ..snapshot import load_model
     from ..topics import top_words
 
     snapshot = load_model(model)

@@ -32,7 +32,7 @@ from .common import POSITIVE, force_option, json_option
 @json_option
 def command(model, top, rank, fmt, out, force, as_json):
     """Print (or write) the top words of each topic of MODEL (a run directory or a snapshot .npz)."""
-    from ..importers import load_model
+    from ..snapshot import load_model
     from ..topics import print_topics_table, render, top_words, write_topics
 
     if as_json:

@@ -388,7 +388,7 @@ _after_batch = None
 
 class CoocJob:
     def __init__(self, sources, vocab_path, out, options=None, progress=None):
-        from ..corpus.vocabulary import read_vocab
+        from ..corpus.vocabulary import read_vocab, vocab_file
 
         self.opts = options or CoocOptions()
         self.window = parse_window(self.opts.window)
@@ -398,12 +398,7 @@ class CoocJob:
             raise InputError(f"--workers {self.opts.workers}: must be at least 1")
         self.out = store.check_output_file(out, self.opts.force, inputs=[*sources, vocab_path])
         Tokenizer(self.opts.token_pattern)  # a bad pattern is refused before anything is read
-        vp = Path(vocab_path)
-        if vp.is_dir():
-            vp = vp / "vocab.txt"
-        if not vp.exists():
-            raise InputError("vocabulary file not found", vp)
-        self.vocab_path = vp
+        self.vocab_path = vp = vocab_file(vocab_path)
         self.vocab = read_vocab(vp)
         self.sources = [Path(s) for s in sources]
         self.kinds = [source_kind(s, self.opts.source_format) for s in self.sources]

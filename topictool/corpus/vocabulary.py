@@ -8,8 +8,23 @@ from .corpus import Corpus
 from .sources import read_lines
 
 
+def vocab_file(path):
+    """The vocabulary file of ``path``: itself, or a prepared corpus directory's vocab.txt."""
+    from pathlib import Path
+
+    path = Path(path)
+    if path.is_dir():
+        if not (path / "vocab.txt").is_file():
+            raise InputError("a directory without vocab.txt (expected a vocabulary file or a prepared corpus)", path)
+        return path / "vocab.txt"
+    return path
+
+
 def read_vocab(path, encoding="utf-8", errors="strict"):
-    """One word per line; for hca's `.words` files the word is the last column."""
+    """The one vocabulary reader: a file with one word per line (for hca's `.words` files
+    the word is the last column), or a prepared corpus directory. Line number = word id, so
+    blank lines (but trailing ones) and repeated words are errors."""
+    path = vocab_file(path)
     words, seen, blank = [], {}, None
     for lineno, line in read_lines(path, encoding, errors):
         fields = line.split()

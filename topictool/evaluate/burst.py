@@ -29,18 +29,14 @@ topictool.kernels.rng.seed_row, results are summed in document order: identical 
 number of threads.
 """
 
-import time
-
 import numba
 import numpy as np
 from numba import prange
 
-from ..corpus.holdout import parse_holdout
 from ..errors import InputError
 from ..kernels.rng import seed_row, uniform
 from ..kernels.stirling import StirlingTable
 from ..models.hca.burst import burst_weights
-from .completion import heldout_split, summarise
 
 
 # Fold in one document (Gibbs over (z, r) of its observed tokens, eq. 6/7 with phi fixed) and
@@ -146,37 +142,18 @@ def _all_documents(
         )
 
 
-def burst_document_completion(
-    snapshot, test_corpus, holdout="every:5", burn_in=10, samples=40, seed=1, threads=1, allow_oov=False
-):
-    """Burst-aware document-completion perplexity of a snapshot with burst_concentration and
-    burst_discount; returns the keys of ``document_completion`` (perplexity,
-    log_likelihood_per_token, heldout_tokens, documents, ...)."""
-    if getattr(snapshot, "burst_concentration", None) is None:
-        raise InputError("this model has no burstiness front end (no burst_concentration in the snapshot)")
+def burst_scores(snapshot, split, burn_in, samples, seed):
+    """Per-document log-likelihood of the held-out tokens of ``split`` under a snapshot with
+    burst_concentration and burst_discount (the front end: evaluate/completion.py)."""
     phi = np.asarray(snapshot.phi, dtype=np.float64)
     alpha = np.asarray(snapshot.alpha, dtype=np.float64)
     b_psi = np.asarray(snapshot.burst_concentration, dtype=np.float64)
     a_psi = float(snapshot.burst_discount)
-    K, W = phi.shape
+    K = phi.shape[0]
     if b_psi.shape != (K,) or not np.all(b_psi > 0) or not np.all(np.isfinite(b_psi)):
         raise InputError(f"burst_concentration must be {K} positive numbers")
     if not 0.0 <= a_psi < 1.0:
         raise InputError(f"burst_discount={a_psi!r} must lie in [0, 1)")
-    if not (np.all(np.isfinite(alpha)) and np.all(alpha >= 0) and alpha.sum() > 0):
-        raise InputError("alpha must be finite, non-negative and not all zero")
-    parse_holdout(holdout)
-    burn_in, samples, threads = int(burn_in), int(samples), int(threads)
-    if burn_in < 0:
-        raise InputError(f"--burn-in {burn_in}: must be >= 0")
-    if samples < 1:
-        raise InputError(f"--samples {samples}: must be >= 1")
-    if threads < 1:
-        raise InputError(f"--threads {threads}: must be >= 1")
-    started = time.perf_counter()
-
-    spec, split, oov, oov_held = heldout_split(test_corpus, tuple(snapshot.vocab), holdout, seed, allow_oov)
-
     D = split.D
     # the burst table needs n up to the largest count of one word among a document's observed tokens
     max_count = 1
@@ -185,43 +162,22 @@ def burst_document_completion(
         if len(words):
             max_count = max(max_count, int(np.bincount(words).max()))
     table = StirlingTable(a_psi, max_count + 2, t_cap=max_count + 2)
-    phi_wk = np.ascontiguousarray(phi.T)
     loglik = np.zeros(D)
     state = np.zeros((max(D, 1), 4), dtype=np.uint64)
-    before = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-    try:
-        _all_documents(
-            phi_wk,
-            alpha,
-            b_psi,
-            a_psi,
-            table.R,
-            split.observed_ptr,
-            split.observed_words,
-            split.heldout_ptr,
-            split.heldout_words,
-            np.int64(burn_in),
-            np.int64(samples),
-            np.int64(seed & 0x7FFFFFFFFFFFFFFF),
-            state,
-            loglik,
-        )
-    finally:
-        numba.set_num_threads(before)
-
-    return summarise(
+    _all_documents(
+        np.ascontiguousarray(phi.T),
+        alpha,
+        b_psi,
+        a_psi,
+        table.R,
+        split.observed_ptr,
+        split.observed_words,
+        split.heldout_ptr,
+        split.heldout_words,
+        np.int64(burn_in),
+        np.int64(samples),
+        np.int64(seed & 0x7FFFFFFFFFFFFFFF),
+        state,
         loglik,
-        split,
-        D,
-        oov,
-        oov_held,
-        method="gibbs-burst",
-        holdout=str(spec),
-        burn_in=burn_in,
-        samples=samples,
-        seed=int(seed),
-        threads=threads,
-        burst_discount=a_psi,
-        seconds=time.perf_counter() - started,
     )
+    return loglik

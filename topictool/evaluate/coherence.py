@@ -417,14 +417,9 @@ def coherence(
         raise InputError(f"--top {top}: must be at least 1")
     words = None
     if vocab is not None:
-        vp = Path(vocab)
-        if vp.is_dir():
-            vp = vp / "vocab.txt"
-        if not vp.exists():
-            raise InputError("vocabulary file not found", vp)
-        words = read_vocab(vp)
+        words = read_vocab(vocab)
     if model is not None:
-        from ..importers import load_model
+        from ..snapshot import load_model
 
         snap = load_model(model)
         topic_list = model_topics(snap, top, rank)

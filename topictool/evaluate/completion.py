@@ -29,198 +29,24 @@ not depend on the number of threads.
 
 Burstiness: a snapshot with ``burst_concentration`` needs the document-level
 Pitman-Yor cache in both the fold-in and the held-out word probability
-(DESIGN.md); ``document_completion`` hands such a snapshot to
-``evaluate.burst``, which uses the same hold-out split.
+(DESIGN.md); ``document_completion`` scores such a snapshot with ``evaluate.burst``
+instead of ``evaluate.plain``, on the same hold-out split.
 """
 
+import contextlib
 import time
 
 import numba
 import numpy as np
-from numba import prange
 
 from ..corpus.holdout import parse_holdout, split_corpus
 from ..errors import InputError
-from ..kernels.rng import seed_row, uniform
-from ..kernels.special import digamma
 from ..snapshot import Snapshot
-
-METHODS = ("gibbs", "vb")
-
+from .burst import burst_scores
+from .plain import METHODS, plain_scores
 
 # ----------------------------------------------------------------------------
 # kernels
-
-
-@numba.njit(cache=True, nogil=True)
-def _gibbs_theta(phi_wk, alpha, words, burn_in, samples, state, row, theta):
-    """Fold in one document by collapsed Gibbs; writes the averaged theta into ``theta``.
-
-    p(z_i = k | z_-i, w, phi, alpha) ∝ (n_dk^-i + alpha_k) phi_{k, w_i}
-    theta estimate per sample sweep: (n_dk + alpha_k) / (n_d + alpha_sum)
-    """
-    K = alpha.shape[0]
-    n = words.shape[0]
-    alpha_sum = 0.0
-    for k in range(K):
-        alpha_sum += alpha[k]
-    if n == 0:
-        for k in range(K):
-            theta[k] = alpha[k] / alpha_sum
-        return
-    ndk = np.zeros(K, dtype=np.int64)
-    z = np.empty(n, dtype=np.int64)
-    cum = np.empty(K, dtype=np.float64)
-    # sequential initialisation: each token sampled given the ones before it
-    for i in range(n):
-        w = words[i]
-        total = 0.0
-        for k in range(K):
-            total += (ndk[k] + alpha[k]) * phi_wk[w, k]
-            cum[k] = total
-        k = _draw(cum, total, state, row)
-        z[i] = k
-        ndk[k] += 1
-    for k in range(K):
-        theta[k] = 0.0
-    norm = 1.0 / (n + alpha_sum)
-    for sweep in range(burn_in + samples):
-        for i in range(n):
-            w = words[i]
-            ndk[z[i]] -= 1
-            total = 0.0
-            for k in range(K):
-                total += (ndk[k] + alpha[k]) * phi_wk[w, k]
-                cum[k] = total
-            k = _draw(cum, total, state, row)
-            z[i] = k
-            ndk[k] += 1
-        if sweep >= burn_in:
-            for k in range(K):
-                theta[k] += (ndk[k] + alpha[k]) * norm
-    for k in range(K):
-        theta[k] /= samples
-
-
-@numba.njit(cache=True, nogil=True)
-def _draw(cum, total, state, row):
-    """Index k with probability (cum[k] - cum[k-1]) / total (linear search)."""
-    K = cum.shape[0]
-    u = uniform(state, row) * total
-    for k in range(K):
-        if u < cum[k]:
-            return k
-    # u == total after rounding, or trailing zero-probability topics: last positive one
-    for k in range(K - 1, -1, -1):
-        if k == 0 or cum[k] > cum[k - 1]:
-            return k
-    return K - 1
-
-
-@numba.njit(cache=True, nogil=True)
-def _vb_theta(phi_wk, alpha, words, tol, max_iter, theta):
-    """Variational E-step of LDA with phi fixed (Blei et al. 2003, eqs. 6-7); theta = E_q[theta].
-
-    r_ik ∝ phi_{k, w_i} exp(digamma(gamma_k));  gamma_k = alpha_k + sum_i r_ik
-    (exp(-digamma(sum gamma)) is common to all k and cancels in r.)
-    Stops when max_k |gamma_k - gamma_k'| < tol * (n_d + alpha_sum), or after max_iter steps.
-    Returns the number of iterations done.
-    """
-    K = alpha.shape[0]
-    n = words.shape[0]
-    alpha_sum = 0.0
-    for k in range(K):
-        alpha_sum += alpha[k]
-    gamma = np.empty(K, dtype=np.float64)
-    for k in range(K):
-        gamma[k] = alpha[k] + n / K
-    if n == 0:
-        for k in range(K):
-            theta[k] = alpha[k] / alpha_sum
-        return 0
-    e = np.empty(K, dtype=np.float64)
-    new = np.empty(K, dtype=np.float64)
-    it = 0
-    while it < max_iter:
-        it += 1
-        for k in range(K):
-            e[k] = np.exp(digamma(gamma[k]))
-            new[k] = 0.0
-        for i in range(n):
-            w = words[i]
-            s = 0.0
-            for k in range(K):
-                s += e[k] * phi_wk[w, k]
-            if s > 0.0:
-                inv = 1.0 / s
-                for k in range(K):
-                    new[k] += e[k] * phi_wk[w, k] * inv
-        change = 0.0
-        for k in range(K):
-            g = alpha[k] + new[k]
-            d = abs(g - gamma[k])
-            if d > change:
-                change = d
-            gamma[k] = g
-        if change < tol * (n + alpha_sum):
-            break
-    total = 0.0
-    for k in range(K):
-        total += gamma[k]
-    for k in range(K):
-        theta[k] = gamma[k] / total
-    return it
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _fold_in_and_score(
-    phi_wk,
-    alpha,
-    obs_ptr,
-    obs_words,
-    held_ptr,
-    held_words,
-    method,
-    burn_in,
-    samples,
-    tol,
-    max_iter,
-    seed,
-    state,
-    theta_out,
-    loglik,
-    iters,
-):
-    """Per document d (in parallel): fold in theta on the observed tokens, then
-    loglik[d] = sum over held-out tokens of log sum_k theta_k phi_{k, w}.
-
-    method 0 = Gibbs, 1 = VB. state is (D, 4): document d uses row d, seeded
-    from (seed, d), so results do not depend on the thread count. theta_out is
-    (D, K) to keep every document's theta, or (0, K) to keep none.
-    """
-    D = obs_ptr.shape[0] - 1
-    K = alpha.shape[0]
-    keep = theta_out.shape[0] == D
-    for d in prange(D):
-        theta = np.empty(K, dtype=np.float64)
-        words = obs_words[obs_ptr[d] : obs_ptr[d + 1]]
-        if method == 0:
-            seed_row(state, d, seed, d)
-            _gibbs_theta(phi_wk, alpha, words, burn_in, samples, state, d, theta)
-            iters[d] = burn_in + samples
-        else:
-            iters[d] = _vb_theta(phi_wk, alpha, words, tol, max_iter, theta)
-        ll = 0.0
-        for j in range(held_ptr[d], held_ptr[d + 1]):
-            w = held_words[j]
-            p = 0.0
-            for k in range(K):
-                p += theta[k] * phi_wk[w, k]
-            ll += np.log(p)
-        loglik[d] = ll
-        if keep:
-            for k in range(K):
-                theta_out[d, k] = theta[k]
 
 
 # ----------------------------------------------------------------------------
@@ -310,7 +136,9 @@ def document_completion(
     return_theta=False,
     allow_oov=False,
 ):
-    """Document-completion perplexity of ``model`` on ``test_corpus`` (a Corpus).
+    """Document-completion perplexity of ``model`` on ``test_corpus`` (a Corpus): the one
+    front end of both scorers (evaluate/plain.py; evaluate/burst.py for a snapshot with
+    the burstiness front end, on exactly the same held-out tokens).
 
     model: a Snapshot, or phi (K x W) with ``alpha=`` (K, or a scalar for a
     symmetric prior), or a (phi, alpha) pair. Without a snapshot the test
@@ -323,25 +151,7 @@ def document_completion(
     oov_heldout_tokens, method, holdout, burn_in, samples, seed, threads,
     seconds, and with ``return_theta`` the (D, K) fold-in estimates.
     """
-    if isinstance(model, Snapshot) and model.burst_concentration is not None:
-        # the burstiness front end: the document-level Pitman-Yor cache enters the fold-in
-        # and the held-out probabilities, on exactly the same held-out tokens
-        if method != "gibbs":
-            raise InputError("a model with the burstiness front end is evaluated with --method gibbs")
-        if return_theta:
-            raise InputError("return_theta is not available for models with the burstiness front end")
-        from .burst import burst_document_completion
-
-        return burst_document_completion(
-            model,
-            test_corpus,
-            holdout=holdout,
-            burn_in=burn_in,
-            samples=samples,
-            seed=seed,
-            threads=threads,
-            allow_oov=allow_oov,
-        )
+    bursty = isinstance(model, Snapshot) and model.burst_concentration is not None
     phi, alpha, model_vocab = _model_arrays(model, alpha)
     _check_model(phi, alpha)
     parse_holdout(holdout)
@@ -354,59 +164,32 @@ def document_completion(
         raise InputError(f"--samples {samples}: must be >= 1")
     if threads < 1:
         raise InputError(f"--threads {threads}: must be >= 1")
-    K, W = phi.shape
+    if bursty and method != "gibbs":
+        raise InputError("a model with the burstiness front end is evaluated with --method gibbs")
+    if bursty and return_theta:
+        raise InputError("return_theta is not available for models with the burstiness front end")
     started = time.perf_counter()
 
     # a fold-in for theta alone (return_theta) may hold nothing out; a perplexity may not
     spec, split, oov, oov_held = heldout_split(
-        test_corpus, model_vocab, holdout, seed, allow_oov, W, require_heldout=not return_theta
+        test_corpus, model_vocab, holdout, seed, allow_oov, phi.shape[1], require_heldout=not return_theta
     )
-    D = split.D
-    phi_wk = np.ascontiguousarray(phi.T)
-    theta_out = np.zeros((D if return_theta else 0, K), dtype=np.float64)
-    loglik = np.zeros(D, dtype=np.float64)
-    iters = np.zeros(D, dtype=np.int64)
-    state = np.zeros((D, 4), dtype=np.uint64)
-    _run_parallel(
-        threads,
-        _fold_in_and_score,
-        phi_wk,
-        alpha,
-        split.observed_ptr,
-        split.observed_words,
-        split.heldout_ptr,
-        split.heldout_words,
-        np.int64(METHODS.index(method)),
-        np.int64(burn_in),
-        np.int64(samples),
-        np.float64(tol),
-        np.int64(max_iter),
-        np.int64(seed & 0x7FFFFFFFFFFFFFFF),
-        state,
-        theta_out,
-        loglik,
-        iters,
-    )
-
-    result = summarise(
-        loglik,
-        split,
-        D,
-        oov,
-        oov_held,
-        method=method,
-        holdout=str(spec),
-        burn_in=burn_in,
-        samples=samples,
-        seed=int(seed),
-        threads=threads,
-        seconds=time.perf_counter() - started,
-    )
+    extra = dict(holdout=str(spec), burn_in=burn_in, samples=samples, seed=int(seed), threads=threads)
+    with numba_threads(threads):
+        if bursty:
+            loglik = burst_scores(model, split, burn_in, samples, seed)
+            extra.update(method="gibbs-burst", burst_discount=float(model.burst_discount))
+        else:
+            loglik, iters, theta = plain_scores(
+                phi, alpha, split, method, burn_in, samples, tol, max_iter, seed, return_theta
+            )
+            extra["method"] = method
+    result = summarise(loglik, split, split.D, oov, oov_held, **extra, seconds=time.perf_counter() - started)
     if method == "vb":
-        result["vb_mean_iterations"] = float(iters.mean()) if D else 0.0
+        result["vb_mean_iterations"] = float(iters.mean()) if split.D else 0.0
         result["burn_in"] = result["samples"] = None
     if return_theta:
-        result["theta"] = theta_out
+        result["theta"] = theta
     return result
 
 
@@ -433,11 +216,12 @@ def summarise(loglik, split, D, oov, oov_held, **extra):
     }
 
 
-def _run_parallel(threads, kernel, *args):
-    """Call a parallel kernel with ``threads`` numba threads (capped at the pool size)."""
+@contextlib.contextmanager
+def numba_threads(threads):
+    """Run the scorers' parallel kernels on ``threads`` numba threads (capped at the pool)."""
     before = numba.get_num_threads()
     numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
     try:
-        return kernel(*args)
+        yield
     finally:
         numba.set_num_threads(before)
