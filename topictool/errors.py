@@ -31,3 +31,16 @@ class InputError(TopicToolError):
 
 class DamagedFileError(InputError):
     """A file exists but fails its format or checksum checks."""
+
+
+def existing_file(path, expected="a file"):
+    """``path`` as a Path when it names an existing file; InputError naming it when it is
+    missing or a directory (``expected`` says what it should have been)."""
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"no such file (expected {expected})", path)
+    if path.is_dir():
+        raise InputError(f"is a directory, expected {expected}", path)
+    return path

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import DamagedFileError, InputError
+from .errors import DamagedFileError, InputError, existing_file
 
 try:  # POSIX; elsewhere there is no run lock (topictool targets Linux and macOS)
     import fcntl
@@ -187,11 +187,7 @@ def write_npz(path, compress=False, **arrays):
 
 def load_npz(path, required=()):
     """Load an .npz without pickle; InputError naming the file on any problem."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError("no such file", path)
-    if path.is_dir():
-        raise InputError("is a directory, expected an .npz file", path)
+    path = existing_file(path, "an .npz file")
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}

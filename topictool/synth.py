@@ -11,11 +11,11 @@ from .corpus import Corpus
 from .errors import InputError
 
 
-def _rng(seed):
+def make_rng(seed):
     return np.random.default_rng(np.random.PCG64(int(seed)))
 
 
-def _docs_from_mixtures(rng, theta, phi, lengths, vocab):
+def docs_from_mixtures(rng, theta, phi, lengths, vocab):
     """Counts of each document's words; theta (D, K) rows, phi (K, V) rows."""
     D = theta.shape[0]
     ptr = np.zeros(D + 1, dtype=np.int64)
@@ -49,12 +49,12 @@ def _dirichlet_rows(rng, alpha, n):
 
 
 def _split(rng, truth_theta, phi, D, D_test, lengths, vocab):
-    train = _docs_from_mixtures(rng, truth_theta[:D], phi, lengths[:D], vocab)
-    test = _docs_from_mixtures(rng, truth_theta[D:], phi, lengths[D:], vocab)
+    train = docs_from_mixtures(rng, truth_theta[:D], phi, lengths[:D], vocab)
+    test = docs_from_mixtures(rng, truth_theta[D:], phi, lengths[D:], vocab)
     return train, test
 
 
-def _check_positive(**kw):
+def check_positive(**kw):
     for k, v in kw.items():
         try:
             ok = v is not None and 0 < float(v) <= 1e12
@@ -78,14 +78,14 @@ def check_size(documents, length, K, V):
 
 def bars(documents=2000, test_documents=200, length=250, alpha=1.0, side=10, seed=1):
     """Griffiths & Steyvers (2004) bars: a side x side grid, one topic per row and column."""
-    _check_positive(documents=documents, length=length, alpha=alpha, side=side)
+    check_positive(documents=documents, length=length, alpha=alpha, side=side)
     V, K = side * side, 2 * side
     check_size(documents + test_documents, length, K, V)
     phi = np.zeros((K, V))
     for r in range(side):
         phi[r, r * side : (r + 1) * side] = 1.0 / side  # row r
         phi[side + r, r::side] = 1.0 / side  # column r
-    rng = _rng(seed)
+    rng = make_rng(seed)
     a = np.full(K, float(alpha))
     theta = _dirichlet_rows(rng, a, documents + test_documents)
     lengths = np.full(documents + test_documents, int(length))
@@ -123,9 +123,9 @@ def lda(
     seed=1,
 ):
     """The LDA generative process with symmetric Dirichlet(beta) topics."""
-    _check_positive(topics=topics, vocab_size=vocab_size, documents=documents, length=length, beta=beta)
+    check_positive(topics=topics, vocab_size=vocab_size, documents=documents, length=length, beta=beta)
     check_size(documents + test_documents, length, topics, vocab_size)
-    rng = _rng(seed)
+    rng = make_rng(seed)
     a = parse_alpha(alpha, topics)
     phi = _dirichlet_rows(rng, np.full(vocab_size, float(beta)), topics)
     theta = _dirichlet_rows(rng, a, documents + test_documents)
@@ -142,30 +142,30 @@ def hdp(
     truncation=50,
     gamma=5.0,
     alpha=1.0,
-    eta=0.05,
+    beta=0.05,
     vocab_size=500,
     documents=1000,
     test_documents=100,
     length=100,
     seed=1,
 ):
-    """Truncated HDP: global weights GEM(gamma), documents DP(alpha) over them, topics Dirichlet(eta)."""
-    _check_positive(
+    """Truncated HDP: global weights GEM(gamma), documents DP(alpha) over them, topics Dirichlet(beta)."""
+    check_positive(
         truncation=truncation,
         gamma=gamma,
         alpha=alpha,
-        eta=eta,
+        beta=beta,
         vocab_size=vocab_size,
         documents=documents,
         length=length,
     )
     check_size(documents + test_documents, length, truncation, vocab_size)
-    rng = _rng(seed)
+    rng = make_rng(seed)
     T = int(truncation)
     sticks = rng.beta(1.0, gamma, size=T)
     sticks[-1] = 1.0
     weights = sticks * np.concatenate([[1.0], np.cumprod(1.0 - sticks[:-1])])
-    phi = _dirichlet_rows(rng, np.full(vocab_size, float(eta)), T)
+    phi = _dirichlet_rows(rng, np.full(vocab_size, float(beta)), T)
     n = documents + test_documents
     theta = _dirichlet_rows(rng, alpha * weights, n)
     lengths = np.full(n, int(length))

@@ -22,6 +22,57 @@ def force_option(f):
     return click.option("--force", is_flag=True, help="Replace an existing output.")(f)
 
 
+def options(*decorators):
+    """Several click options as one decorator (applied in the order listed)."""
+
+    def apply(f):
+        for d in reversed(decorators):
+            f = d(f)
+        return f
+
+    return apply
+
+
+#: --format of the commands that write a corpus directory (prepare, synth)
+export_format_option = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["none", "ldac", "uci", "both"]),
+    default="none",
+    show_default=True,
+    help="Also export the corpus as LdaC and/or UCI files.",
+)
+
+#: how text is read and tokenized, the same for prepare and cooc (and evaluated corpora)
+text_options = options(
+    click.option("--include", default="*", show_default=True, help="File-name pattern for directories and zips."),
+    click.option("--encoding", default="utf-8", show_default=True, help="Encoding of text sources."),
+    click.option(
+        "--errors",
+        type=click.Choice(["strict", "replace", "ignore"]),
+        default="strict",
+        show_default=True,
+        help="Undecodable bytes in text sources: report them (strict) or replace/ignore them.",
+    ),
+    click.option(
+        "--token-pattern",
+        default=None,
+        help="Regular expression of a token, applied after lower-casing. [default: runs of letters, "
+        "with inner apostrophes and hyphens]",
+    ),
+)
+
+
+def text_settings(kw):
+    """The values of text_options out of a command's keyword arguments (the default pattern filled in)."""
+    from ..corpus.tokenizer import DEFAULT_PATTERN
+
+    out = {k: kw.pop(k) for k in ("include", "encoding", "errors", "token_pattern")}
+    if out["token_pattern"] is None:
+        out["token_pattern"] = DEFAULT_PATTERN
+    return out
+
+
 def emit_json(obj):
     """Strict JSON on stdout: NaN and infinities are null (their keys listed in "non_finite")."""
     from ..store import dumps

@@ -2,7 +2,7 @@
 
 import click
 
-from .common import THREADS, emit_json, force_option, json_option, print_table
+from .common import THREADS, emit_json, force_option, json_option, print_table, text_options, text_settings
 
 
 @click.command("cooc", short_help="Count word co-occurrences in a reference corpus (for pmi).")
@@ -37,18 +37,7 @@ from .common import THREADS, emit_json, force_option, json_option, print_table
     help="wiki: a MediaWiki XML dump; lines: one document per line; files: a directory or zip of "
     "documents. auto: dumps are recognised by their content.",
 )
-@click.option("--include", default="*", show_default=True, help="File-name pattern for directories and zips.")
-@click.option("--encoding", default="utf-8", show_default=True, help="Encoding of text sources (dumps are UTF-8).")
-@click.option(
-    "--errors",
-    type=click.Choice(["strict", "replace", "ignore"]),
-    default="strict",
-    show_default=True,
-    help="Undecodable bytes in text sources: report them (strict) or replace/ignore them.",
-)
-@click.option(
-    "--token-pattern", default=None, help="Regular expression of a token (as for prepare; default: prepare's)."
-)
+@text_options
 @click.option(
     "--checkpoint-every",
     "checkpoint_seconds",
@@ -68,23 +57,7 @@ from .common import THREADS, emit_json, force_option, json_option, print_table
 @click.option("--restart", is_flag=True, help="Discard the partial state of an earlier run and start over.")
 @force_option
 @json_option
-def command(
-    references,
-    vocab,
-    out,
-    window,
-    workers,
-    source_format,
-    include,
-    encoding,
-    errors,
-    token_pattern,
-    checkpoint_seconds,
-    memory_mb,
-    restart,
-    force,
-    as_json,
-):
+def command(references, vocab, out, force, as_json, **kw):
     """Count, for the words of VOCAB, in how many units of the REFERENCE corpora each word
     and each pair of words occurs; a unit is a sliding window of --window tokens (default
     10; tokens outside VOCAB keep their positions) or, with --window doc, a document.
@@ -97,21 +70,8 @@ def command(
     SIGINT/SIGTERM); running the same command again continues where it stopped. The
     output (REF.npz) is what `topictool pmi --reference` reads."""
     from ..cooc import CoocOptions, Interrupted, build_reference
-    from ..corpus.tokenizer import DEFAULT_PATTERN
 
-    opts = CoocOptions(
-        window=window,
-        workers=workers,
-        source_format=source_format,
-        encoding=encoding,
-        errors=errors,
-        include=include,
-        token_pattern=DEFAULT_PATTERN if token_pattern is None else token_pattern,
-        checkpoint_seconds=checkpoint_seconds,
-        memory_mb=memory_mb,
-        restart=restart,
-        force=force,
-    )
+    opts = CoocOptions(**text_settings(kw), **kw, force=force)
     try:
         summary = build_reference(list(references), vocab, out, opts)
     except Interrupted as e:

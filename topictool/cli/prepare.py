@@ -4,20 +4,23 @@ import time
 
 import click
 
-from .common import POSITIVE, SEED, emit_json, force_option, json_option, print_table
+from .common import (
+    POSITIVE,
+    SEED,
+    emit_json,
+    export_format_option,
+    force_option,
+    json_option,
+    print_table,
+    text_options,
+    text_settings,
+)
 
 
 @click.command("prepare", short_help="Prepare a corpus from text, LdaC or UCI sources.")
 @click.argument("sources", nargs=-1, required=True)
 @click.option("-o", "--output", "out", required=True, help="Prepared corpus directory to create.")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["none", "ldac", "uci", "both"]),
-    default="none",
-    show_default=True,
-    help="Also export the splits as LdaC and/or UCI files.",
-)
+@export_format_option
 @click.option(
     "--stopwords",
     default=None,
@@ -48,15 +51,6 @@ from .common import POSITIVE, SEED, emit_json, force_option, json_option, print_
     help="Vocabulary: the fixed vocabulary for text sources (other tokens dropped; no pruning "
     "or stop words), or the vocabulary of an LdaC file (default: found beside it).",
 )
-@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the sources.")
-@click.option(
-    "--errors",
-    type=click.Choice(["strict", "replace", "ignore"]),
-    default="strict",
-    show_default=True,
-    help="What to do with undecodable bytes: report them (strict) or replace/ignore them.",
-)
-@click.option("--token-pattern", default=None, help="Regular expression of a token (applied after lower-casing).")
 @click.option(
     "--source-format",
     type=click.Choice(["auto", "files", "lines", "ldac", "uci"]),
@@ -64,49 +58,16 @@ from .common import POSITIVE, SEED, emit_json, force_option, json_option, print_
     show_default=True,
     help="How to read SOURCE: files (a directory or zip, a document each), lines (a document per line), ldac or uci.",
 )
-@click.option("--include", default="*", show_default=True, help="File-name pattern for directories and zips.")
+@text_options
 @force_option
 @json_option
-def command(
-    sources,
-    out,
-    fmt,
-    stopwords,
-    min_count,
-    min_df,
-    max_df,
-    test_fraction,
-    seed,
-    vocab,
-    encoding,
-    errors,
-    token_pattern,
-    source_format,
-    include,
-    force,
-    as_json,
-):
+def command(sources, out, fmt, force, as_json, **kw):
     """Read SOURCE... (directories or zips of text files, a text file with one document per
     line, an LdaC file, or a UCI docword file; .gz/.bz2 read transparently) and write a
     prepared corpus directory: corpus.json, vocab.txt, train.npz and test.npz."""
     from ..corpus.prepare import PrepareOptions, prepare
-    from ..corpus.tokenizer import DEFAULT_PATTERN
 
-    opts = PrepareOptions(
-        format=fmt,
-        stopwords=stopwords,
-        min_count=min_count,
-        min_df=min_df,
-        max_df=max_df,
-        test_fraction=test_fraction,
-        seed=seed,
-        vocab=vocab,
-        encoding=encoding,
-        errors=errors,
-        token_pattern=DEFAULT_PATTERN if token_pattern is None else token_pattern,
-        source_format=source_format,
-        include=include,
-    )
+    opts = PrepareOptions(format=fmt, **text_settings(kw), **kw)
     t0 = time.perf_counter()
     manifest = prepare(list(sources), out, opts, force=force)
     manifest["seconds"] = round(time.perf_counter() - t0, 3)

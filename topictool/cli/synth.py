@@ -4,7 +4,7 @@ import functools
 
 import click
 
-from .common import COUNT, POSITIVE, SEED, emit_json, force_option, json_option
+from .common import COUNT, POSITIVE, SEED, emit_json, export_format_option, force_option, json_option
 
 
 @click.group("synth", short_help="Generate synthetic corpora with known truth (bars, lda, hdp, lida).")
@@ -16,14 +16,7 @@ def command():
 def _common(f):
     @click.option("-o", "--output", "out", required=True, help="Corpus directory to create.")
     @click.option("--seed", default=1, show_default=True, type=SEED)
-    @click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(["none", "ldac", "uci", "both"]),
-        default="none",
-        show_default=True,
-        help="Also export LdaC and/or UCI files.",
-    )
+    @export_format_option
     @force_option
     @json_option
     @functools.wraps(f)
@@ -33,14 +26,14 @@ def _common(f):
     return wrapper
 
 
-def _write(name, params, out, fmt, force, as_json, generated):
-    """Check the output, generate (``generated()``), write the corpus directory with truth.npz."""
+def _write(name, params, out, fmt, force, as_json, generate):
+    """Check the output, generate (``generate(**params)``), write the corpus directory with truth.npz."""
     from .. import store
     from ..corpus.prepare import save_corpus_dir
     from .prepare import show_manifest
 
     store.check_output_dir(out, force, "corpus")
-    train, test, truth = generated()
+    train, test, truth = generate(**params)
 
     def write_truth(stage, manifest):
         store.write_npz(stage / "truth.npz", **truth)
@@ -61,12 +54,11 @@ def _write(name, params, out, fmt, force, as_json, generated):
 @click.option("--alpha", default=1.0, show_default=True, type=float, help="Dirichlet parameter of the mixtures.")
 @click.option("--side", default=10, show_default=True, type=POSITIVE, help="Grid side: side^2 words, 2*side topics.")
 @_common
-def bars_cmd(documents, test_documents, length, alpha, side, out, seed, fmt, force, as_json):
+def bars_cmd(out, fmt, force, as_json, **params):
     """Griffiths-Steyvers bars: a 10x10 grid (V=100) and 20 topics, one per row and column."""
     from ..synth import bars
 
-    params = dict(documents=documents, test_documents=test_documents, length=length, alpha=alpha, side=side, seed=seed)
-    _write("bars", params, out, fmt, force, as_json, lambda: bars(**params))
+    _write("bars", params, out, fmt, force, as_json, bars)
 
 
 @command.command("lda")
@@ -81,24 +73,11 @@ def bars_cmd(documents, test_documents, length, alpha, side, out, seed, fmt, for
 @click.option("--beta", default=0.01, show_default=True, type=float)
 @click.option("--poisson-length", is_flag=True, help="Draw document lengths from Poisson(--length).")
 @_common
-def lda_cmd(
-    topics, vocab_size, documents, test_documents, length, alpha, beta, poisson_length, out, seed, fmt, force, as_json
-):
+def lda_cmd(out, fmt, force, as_json, **params):
     """The LDA generative process."""
     from ..synth import lda
 
-    params = dict(
-        topics=topics,
-        vocab_size=vocab_size,
-        documents=documents,
-        test_documents=test_documents,
-        length=length,
-        alpha=alpha,
-        beta=beta,
-        poisson_length=poisson_length,
-        seed=seed,
-    )
-    _write("lda", params, out, fmt, force, as_json, lambda: lda(**params))
+    _write("lda", params, out, fmt, force, as_json, lda)
 
 
 @command.command("hdp")
@@ -107,30 +86,19 @@ def lda_cmd(
 )
 @click.option("--gamma", default=5.0, show_default=True, type=float, help="GEM concentration of the global weights.")
 @click.option("--alpha", default=1.0, show_default=True, type=float, help="Document-level DP concentration.")
-@click.option("--eta", default=0.05, show_default=True, type=float, help="Dirichlet parameter of the topics.")
+@click.option(
+    "--beta", "--eta", "beta", default=0.05, show_default=True, type=float, help="Dirichlet parameter of the topics."
+)
 @click.option("-V", "--vocab-size", default=500, show_default=True, type=POSITIVE)
 @click.option("--documents", default=1000, show_default=True, type=POSITIVE)
 @click.option("--test-documents", default=100, show_default=True, type=COUNT)
 @click.option("--length", default=100, show_default=True, type=POSITIVE)
 @_common
-def hdp_cmd(
-    truncation, gamma, alpha, eta, vocab_size, documents, test_documents, length, out, seed, fmt, force, as_json
-):
+def hdp_cmd(out, fmt, force, as_json, **params):
     """Truncated HDP: GEM(gamma) global weights, documents DP(alpha) over them."""
     from ..synth import hdp
 
-    params = dict(
-        truncation=truncation,
-        gamma=gamma,
-        alpha=alpha,
-        eta=eta,
-        vocab_size=vocab_size,
-        documents=documents,
-        test_documents=test_documents,
-        length=length,
-        seed=seed,
-    )
-    _write("hdp", params, out, fmt, force, as_json, lambda: hdp(**params))
+    _write("hdp", params, out, fmt, force, as_json, hdp)
 
 
 @command.command("lida")
@@ -158,40 +126,9 @@ def hdp_cmd(
 )
 @click.option("--lambda", "lam", default=1.0, show_default=True, type=float, help="IBP concentration over topics.")
 @_common
-def lida_cmd(
-    topics,
-    vocab_size,
-    documents,
-    test_documents,
-    length,
-    alpha,
-    beta,
-    eta,
-    delta,
-    gamma,
-    lam,
-    out,
-    seed,
-    fmt,
-    force,
-    as_json,
-):
+def lida_cmd(out, fmt, force, as_json, **params):
     """The LIDA generative process: sparse topic proportions (theta_bar) and sparse topics (phi_bar).
     truth.npz also holds theta_bar, phi_bar (K x V) and their densities."""
     from ..models.lida.synth import lida
 
-    params = dict(
-        topics=topics,
-        vocab_size=vocab_size,
-        documents=documents,
-        test_documents=test_documents,
-        length=length,
-        alpha=alpha,
-        beta=beta,
-        eta=eta,
-        delta=delta,
-        gamma=gamma,
-        lam=lam,
-        seed=seed,
-    )
-    _write("lida", params, out, fmt, force, as_json, lambda: lida(**params))
+    _write("lida", params, out, fmt, force, as_json, lida)

@@ -6,7 +6,7 @@ import os
 import zlib
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, existing_file
 
 
 def strip_compression(name):
@@ -20,11 +20,7 @@ def strip_compression(name):
 
 def open_binary(path):
     """Open a (possibly compressed) file for binary reading; InputError if missing."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError("no such file or directory", path)
-    if path.is_dir():
-        raise InputError("is a directory, expected a file", path)
+    path = existing_file(path)
     try:
         if path.name.endswith(".gz"):
             return CheckedStream(gzip.open(path, "rb"), path, "gzip")

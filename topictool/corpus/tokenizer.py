@@ -2,9 +2,8 @@
 
 import re
 from importlib import resources
-from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, existing_file
 
 # Words of letters, with inner apostrophes or hyphens ("don't", "well-known").
 DEFAULT_PATTERN = r"[^\W\d_]+(?:['\-][^\W\d_]+)*"
@@ -46,11 +45,7 @@ def load_stopwords(spec, encoding="utf-8"):
     if spec == "english":
         text = resources.files("topictool.corpus").joinpath("data/english.txt").read_text("utf-8")
     else:
-        path = Path(spec)
-        if not path.exists():
-            raise InputError("stop word file not found", path)
-        if path.is_dir():
-            raise InputError("is a directory, expected a stop word file (or english, none)", path)
+        path = existing_file(spec, "a stop word file (or english, none)")
         try:
             text = path.read_text(encoding)
         except UnicodeDecodeError as e:

@@ -49,7 +49,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, existing_file
 
 CHUNK = 1 << 20
 
@@ -60,11 +60,7 @@ CHUNK = 1 << 20
 def open_dump(path):
     """(decompressed binary stream, raw file) for a dump; the raw file's tell()
     is the compressed position (for progress)."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError("no such file or directory", path)
-    if path.is_dir():
-        raise InputError("is a directory, expected a MediaWiki XML dump", path)
+    path = existing_file(path, "a MediaWiki XML dump")
     try:
         raw = open(path, "rb")
     except OSError as e:

@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, existing_file
 
 CONVENTIONS = ("newman", "hca")
 
@@ -276,11 +276,7 @@ def read_topics(path, top=None, vocab=None):
     """
     from ..topics import read_topics_file
 
-    path = Path(path)
-    if not path.exists():
-        raise InputError("no such file", path)
-    if path.is_dir():
-        raise InputError("is a directory, expected a topics file", path)
+    path = existing_file(path, "a topics file")
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as e:

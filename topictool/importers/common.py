@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, existing_file
 from ..snapshot import Snapshot
 
 #: alpha used when a model's files do not give it: Mallet's default sum of the
@@ -14,11 +14,7 @@ DEFAULT_ALPHA_SUM = 5.0
 
 
 def _read_text(path, what):
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"no such file ({what})", path)
-    if path.is_dir():
-        raise InputError(f"is a directory, expected the {what}", path)
+    path = existing_file(path, f"the {what}")
     from ..corpus.sources import open_binary
 
     with open_binary(path) as f:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...corpus import Corpus
 from ...errors import InputError
-from ...synth import _check_positive, _docs_from_mixtures, _rng, check_size
+from ...synth import check_positive, check_size, docs_from_mixtures, make_rng
 
 
 def _bernoulli_rows(rng, p, n):
@@ -63,7 +63,7 @@ def lida(
     phi_bar (K, V) (aligned with phi), pi (K), kappa (V); theta_bar_density (of the training
     documents) and phi_bar_density (fractions of ones); alpha_active = α and beta = β.
     """
-    _check_positive(
+    check_positive(
         topics=topics,
         vocab_size=vocab_size,
         documents=documents,
@@ -79,7 +79,7 @@ def lida(
         raise InputError(f"--test-documents must be >= 0, got {test_documents}")
     K, V = int(topics), int(vocab_size)
     check_size(documents + test_documents, length, K, V)
-    rng = _rng(seed)
+    rng = make_rng(seed)
     pi = rng.beta(eta * delta / K, delta, size=K)
     kappa = rng.beta(gamma * lam / V, lam, size=V)
     phi_bar = _bernoulli_rows(rng, kappa, K)  # (K, V): row k = column k of φ̄
@@ -90,10 +90,10 @@ def lida(
     lengths = np.full(n, int(length))
     width = len(str(V - 1))
     vocab = [f"w{i:0{width}d}" for i in range(V)]
-    train = _docs_from_mixtures(rng, theta[:documents], phi, lengths[:documents], vocab)
+    train = docs_from_mixtures(rng, theta[:documents], phi, lengths[:documents], vocab)
     if test_documents:
-        test = _docs_from_mixtures(rng, theta[documents:], phi, lengths[documents:], vocab)
-    else:  # (_docs_from_mixtures needs at least one document)
+        test = docs_from_mixtures(rng, theta[documents:], phi, lengths[documents:], vocab)
+    else:  # (docs_from_mixtures needs at least one document)
         test = Corpus(
             np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), tuple(vocab)
         )
