@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import store
-from .errors import InputError
+from .errors import InputError, existing_file
 
 RANKS = ("term-score", "prob", "lift")
 FORMATS = ("table", "json", "csv", "txt")
@@ -168,6 +168,31 @@ def print_topics_table(topics, rank="term-score"):
 # reader
 
 
+def read_topic_lines(path):
+    """[(line number, tokens)] of a topic-list file's lines that are neither blank nor '#' comments."""
+    path = existing_file(path, "a topics file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", path) from None
+    lines = [(n, line.split()) for n, line in enumerate(text.splitlines(), 1)]
+    return [(n, tokens) for n, tokens in lines if tokens and not tokens[0].startswith("#")]
+
+
+def word_id(token, index, W, path, line):
+    """The id of ``token``: a word of ``index`` (word -> id; may be None) first, else an integer
+    id below W; InputError naming the file and line otherwise."""
+    if index is not None and token in index:
+        return index[token]
+    try:
+        i = int(token)
+    except ValueError:
+        raise InputError(f"word {token!r} is not in the vocabulary", path, line) from None
+    if not 0 <= i < W:
+        raise InputError(f"word id {i} outside the vocabulary of {W} words", path, line)
+    return i
+
+
 def read_topics_file(path, vocab=None):
     """Read a topic-list file: one topic per line, words (or integer ids) separated by whitespace.
 
@@ -178,39 +203,17 @@ def read_topics_file(path, vocab=None):
     only if it is not a word of the vocabulary is it read as an integer id
     (0-based); anything else is an InputError naming the line.
     """
-    path = Path(path)
-    if not path.exists():
-        raise InputError("no such file", path)
     if vocab is not None and isinstance(vocab, (str, Path)):
         from .corpus.vocabulary import read_vocab
 
         vocab = read_vocab(vocab)
     index = None if vocab is None else {w: i for i, w in enumerate(vocab)}
     topics = []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", path) from None
-    for lineno, line in enumerate(text.splitlines(), 1):
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        tokens = s.split()
+    for lineno, tokens in read_topic_lines(path):
         if index is None:
             topics.append(tokens)
-            continue
-        ids = []
-        for t in tokens:
-            i = index.get(t)
-            if i is None:
-                try:
-                    i = int(t)
-                except ValueError:
-                    raise InputError(f"word {t!r} is not in the vocabulary", path, lineno) from None
-                if not 0 <= i < len(index):
-                    raise InputError(f"word id {i} outside the vocabulary of {len(index)} words", path, lineno)
-            ids.append(i)
-        topics.append(ids)
+        else:
+            topics.append([word_id(t, index, len(index), path, lineno) for t in tokens])
     if not topics:
         raise InputError("no topics in the file", path)
     return topics

@@ -63,6 +63,20 @@ text_options = options(
 )
 
 
+def top_option(minimum=1, help="Top words per topic."):
+    return click.option("--top", default=10, show_default=True, type=click.IntRange(minimum, 2**31 - 1), help=help)
+
+
+def rank_option(
+    default,
+    help="How a topic's top words are chosen: term-score (Blei & Lafferty 2009), "
+    "prob (phi), or lift (phi / corpus word probability).",
+):
+    return click.option(
+        "--rank", type=click.Choice(["term-score", "prob", "lift"]), default=default, show_default=True, help=help
+    )
+
+
 def text_settings(kw):
     """The values of text_options out of a command's keyword arguments (the default pattern filled in)."""
     from ..corpus.tokenizer import DEFAULT_PATTERN

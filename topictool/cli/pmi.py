@@ -2,7 +2,7 @@
 
 import click
 
-from .common import emit_json, json_option, print_table
+from .common import emit_json, json_option, print_table, rank_option, top_option
 
 
 @click.command("pmi", short_help="Topic coherence (PMI, NPMI) against a reference corpus.")
@@ -24,14 +24,8 @@ from .common import emit_json, json_option, print_table
     help="Vocabulary of word ids (in a .pmi file or a topics file): one word per line or "
     "hca .words. Default for a MODEL: its own vocabulary.",
 )
-@click.option("--top", default=10, show_default=True, type=click.IntRange(2, 2**31 - 1), help="Top words per topic.")
-@click.option(
-    "--rank",
-    type=click.Choice(["prob", "term-score", "lift"]),
-    default="prob",
-    show_default=True,
-    help="How a MODEL's top words are chosen (see `topictool topics`).",
-)
+@top_option(minimum=2)
+@rank_option("prob", help="How a MODEL's top words are chosen (see `topictool topics`).")
 @click.option(
     "--convention",
     type=click.Choice(["newman", "hca"]),

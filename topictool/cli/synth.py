@@ -4,7 +4,7 @@ import functools
 
 import click
 
-from .common import COUNT, POSITIVE, SEED, emit_json, export_format_option, force_option, json_option
+from .common import COUNT, POSITIVE, SEED, emit_json, export_format_option, force_option, json_option, options
 
 
 @click.group("synth", short_help="Generate synthetic corpora with known truth (bars, lda, hdp, lida).")
@@ -24,6 +24,23 @@ def _common(f):
         return f(**kw)
 
     return wrapper
+
+
+def _sizes(documents, test_documents, length, length_help="Words per document."):
+    """--documents, --test-documents and --length with a generator's defaults."""
+    return options(
+        click.option("--documents", default=documents, show_default=True, type=POSITIVE, help="Training documents."),
+        click.option("--test-documents", default=test_documents, show_default=True, type=COUNT),
+        click.option("--length", default=length, show_default=True, type=POSITIVE, help=length_help),
+    )
+
+
+def _shape(topics, vocab_size, topics_help="Number of topics."):
+    """-K/--topics and -V/--vocab-size with a generator's defaults."""
+    return options(
+        click.option("-K", "--topics", default=topics, show_default=True, type=POSITIVE, help=topics_help),
+        click.option("-V", "--vocab-size", default=vocab_size, show_default=True, type=POSITIVE, help="Words."),
+    )
 
 
 def _write(name, params, out, fmt, force, as_json, generate):
@@ -48,9 +65,7 @@ def _write(name, params, out, fmt, force, as_json, generate):
 
 
 @command.command("bars")
-@click.option("--documents", default=2000, show_default=True, type=POSITIVE, help="Training documents.")
-@click.option("--test-documents", default=200, show_default=True, type=COUNT)
-@click.option("--length", default=250, show_default=True, type=POSITIVE, help="Words per document.")
+@_sizes(2000, 200, 250)
 @click.option("--alpha", default=1.0, show_default=True, type=float, help="Dirichlet parameter of the mixtures.")
 @click.option("--side", default=10, show_default=True, type=POSITIVE, help="Grid side: side^2 words, 2*side topics.")
 @_common
@@ -62,13 +77,8 @@ def bars_cmd(out, fmt, force, as_json, **params):
 
 
 @command.command("lda")
-@click.option("-K", "--topics", default=10, show_default=True, type=POSITIVE)
-@click.option("-V", "--vocab-size", default=500, show_default=True, type=POSITIVE)
-@click.option("--documents", default=1000, show_default=True, type=POSITIVE)
-@click.option("--test-documents", default=100, show_default=True, type=COUNT)
-@click.option(
-    "--length", default=100, show_default=True, type=POSITIVE, help="Words per document (mean if --poisson-length)."
-)
+@_shape(10, 500)
+@_sizes(1000, 100, 100, "Words per document (mean if --poisson-length).")
 @click.option("--alpha", default="0.1", show_default=True, help="Symmetric value, or K comma-separated values.")
 @click.option("--beta", default=0.01, show_default=True, type=float)
 @click.option("--poisson-length", is_flag=True, help="Draw document lengths from Poisson(--length).")
@@ -90,9 +100,7 @@ def lda_cmd(out, fmt, force, as_json, **params):
     "--beta", "--eta", "beta", default=0.05, show_default=True, type=float, help="Dirichlet parameter of the topics."
 )
 @click.option("-V", "--vocab-size", default=500, show_default=True, type=POSITIVE)
-@click.option("--documents", default=1000, show_default=True, type=POSITIVE)
-@click.option("--test-documents", default=100, show_default=True, type=COUNT)
-@click.option("--length", default=100, show_default=True, type=POSITIVE)
+@_sizes(1000, 100, 100)
 @_common
 def hdp_cmd(out, fmt, force, as_json, **params):
     """Truncated HDP: GEM(gamma) global weights, documents DP(alpha) over them."""
@@ -102,11 +110,8 @@ def hdp_cmd(out, fmt, force, as_json, **params):
 
 
 @command.command("lida")
-@click.option("-K", "--topics", default=20, show_default=True, type=POSITIVE)
-@click.option("-V", "--vocab-size", default=500, show_default=True, type=POSITIVE)
-@click.option("--documents", default=1000, show_default=True, type=POSITIVE)
-@click.option("--test-documents", default=100, show_default=True, type=COUNT)
-@click.option("--length", default=100, show_default=True, type=POSITIVE, help="Words per document.")
+@_shape(20, 500)
+@_sizes(1000, 100, 100)
 @click.option("--alpha", default=1.0, show_default=True, type=float, help="Dirichlet parameter of each active topic.")
 @click.option("--beta", default=0.5, show_default=True, type=float, help="Dirichlet parameter of each active word.")
 @click.option(

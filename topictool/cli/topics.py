@@ -5,19 +5,13 @@ from pathlib import Path
 import click
 
 from ..errors import InputError
-from .common import POSITIVE, force_option, json_option
+from .common import force_option, json_option, rank_option, top_option
 
 
 @click.command("topics", short_help="Top words of each topic.")
 @click.argument("model")
-@click.option("--top", default=10, show_default=True, type=POSITIVE, help="Words per topic.")
-@click.option(
-    "--rank",
-    type=click.Choice(["term-score", "prob", "lift"]),
-    default="term-score",
-    show_default=True,
-    help="term-score (Blei & Lafferty 2009), prob (phi), or lift (phi / corpus word probability).",
-)
+@top_option(help="Words per topic.")
+@rank_option("term-score")
 @click.option(
     "--format",
     "fmt",

@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError, existing_file
+from ..errors import InputError
 
 CONVENTIONS = ("newman", "hca")
 
@@ -274,62 +274,40 @@ def read_topics(path, top=None, vocab=None):
     otherwise an integer id into ``vocab``; without ``vocab`` tokens are words.
     Only the first ``top`` words of each line are kept.
     """
-    from ..topics import read_topics_file
+    from ..topics import read_topic_lines, word_id
 
-    path = existing_file(path, "a topics file")
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", path) from None
-    first = next((ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")), None)
-    if first is None:
+    lines = read_topic_lines(path)
+    if not lines:
         raise InputError("no topics in the file", path)
-    if _TOPLST.match(first):
+    W = None if vocab is None else len(vocab)
+    if _TOPLST.match(" ".join(lines[0][1])):
         if vocab is None:
             raise InputError("an hca .toplst file lists word ids: give their vocabulary with --vocab", path)
         topics = []
-        for n, line in enumerate(lines, 1):
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
+        for n, toks in lines:
+            line = " ".join(toks)
             m = _TOPLST.match(line)
             if not m:
                 raise InputError("expected 'k: id id ...' (an hca .toplst line)", path, n)
             k = int(m.group(1))
             if k < 0:  # hca's root topic
                 continue
-            toks = line[m.end() :].split()
-            if top:
-                toks = toks[:top]
-            ids = [_token_id(t, None, vocab, path, n) for t in toks]
+            rest = line[m.end() :].split()
+            ids = [word_id(t, None, W, path, n) for t in (rest[:top] if top else rest)]
             topics.append(Topic(k, [vocab[i] for i in ids], ids=ids))
         if not topics:
             raise InputError("no topics in the file", path)
         return topics
-    raw = read_topics_file(path)
     index = None if vocab is None else {w: i for i, w in enumerate(vocab)}
-    content = [n for n, ln in enumerate(lines, 1) if ln.strip() and not ln.strip().startswith("#")]
     topics = []
-    for k, (toks, n) in enumerate(zip(raw, content)):
-        if top:
-            toks = toks[:top]
+    for k, (n, toks) in enumerate(lines):
+        toks = toks[:top] if top else toks
         if index is None:
             topics.append(Topic(k, list(toks)))
         else:
-            ids = [_token_id(t, index, vocab, path, n) for t in toks]
+            ids = [word_id(t, index, W, path, n) for t in toks]
             topics.append(Topic(k, [vocab[i] for i in ids], ids=ids))
     return topics
-
-
-def _token_id(tok, index, vocab, path, line):
-    if index is not None and tok in index:
-        return index[tok]
-    try:
-        i = int(tok)
-    except ValueError:
-        raise InputError(f"word {tok!r} is not in the vocabulary", path, line) from None
-    if not 0 <= i < len(vocab):
-        raise InputError(f"word id {i} outside the vocabulary of {len(vocab)} words", path, line)
-    return i
 
 
 # ----------------------------------------------------------------------------

@@ -13,6 +13,16 @@ METHODS = ("gibbs", "vb")
 
 
 @numba.njit(cache=True, nogil=True)
+def _draw_topic(w, ndk, alpha, phi_wk, cum, state, row):
+    """A topic for a token of word w from (n_dk + alpha_k) phi_{k, w} (n_dk without the token)."""
+    total = 0.0
+    for k in range(alpha.shape[0]):
+        total += (ndk[k] + alpha[k]) * phi_wk[w, k]
+        cum[k] = total
+    return _draw(cum, total, state, row)
+
+
+@numba.njit(cache=True, nogil=True)
 def _gibbs_theta(phi_wk, alpha, words, burn_in, samples, state, row, theta):
     """Fold in one document by collapsed Gibbs; writes the averaged theta into ``theta``.
 
@@ -33,12 +43,7 @@ def _gibbs_theta(phi_wk, alpha, words, burn_in, samples, state, row, theta):
     cum = np.empty(K, dtype=np.float64)
     # sequential initialisation: each token sampled given the ones before it
     for i in range(n):
-        w = words[i]
-        total = 0.0
-        for k in range(K):
-            total += (ndk[k] + alpha[k]) * phi_wk[w, k]
-            cum[k] = total
-        k = _draw(cum, total, state, row)
+        k = _draw_topic(words[i], ndk, alpha, phi_wk, cum, state, row)
         z[i] = k
         ndk[k] += 1
     for k in range(K):
@@ -46,13 +51,8 @@ def _gibbs_theta(phi_wk, alpha, words, burn_in, samples, state, row, theta):
     norm = 1.0 / (n + alpha_sum)
     for sweep in range(burn_in + samples):
         for i in range(n):
-            w = words[i]
             ndk[z[i]] -= 1
-            total = 0.0
-            for k in range(K):
-                total += (ndk[k] + alpha[k]) * phi_wk[w, k]
-                cum[k] = total
-            k = _draw(cum, total, state, row)
+            k = _draw_topic(words[i], ndk, alpha, phi_wk, cum, state, row)
             z[i] = k
             ndk[k] += 1
         if sweep >= burn_in:

@@ -9,6 +9,19 @@ from ..errors import InputError
 from .common import DEFAULT_ALPHA_SUM, _finish, _read_text, _word_list, align, complete_rows
 
 
+def _topic_number(topic, number, what, line, path, lineno):
+    """(topic, value) of a line's fields: a topic >= 0 and a finite value >= 0, else InputError."""
+    try:
+        t, x = int(topic), float(number)
+    except ValueError:
+        raise InputError(
+            f"expected an integer topic and a numeric {what}, got {line.strip()[:60]!r}", path, lineno
+        ) from None
+    if t < 0 or not math.isfinite(x) or x < 0:
+        raise InputError(f"topic must be >= 0 and {what} finite and >= 0, got {line.strip()[:60]!r}", path, lineno)
+    return t, x
+
+
 def _read_mallet_weights(path):
     """Mallet's --topic-word-weights-file: lines 'topic<TAB>word<TAB>weight', weight = beta + count."""
     text = _read_text(path, "Mallet topic-word weights")
@@ -24,14 +37,7 @@ def _read_mallet_weights(path):
             parts = line.split()
         if len(parts) != 3:
             raise InputError("expected 'topic<TAB>word<TAB>weight'", path, lineno)
-        try:
-            t, wt = int(parts[0]), float(parts[2])
-        except ValueError:
-            raise InputError(
-                f"expected an integer topic and a numeric weight, got {line.strip()!r}", path, lineno
-            ) from None
-        if t < 0 or not math.isfinite(wt) or wt < 0:
-            raise InputError("topic must be >= 0 and weight finite and >= 0", path, lineno)
+        t, wt = _topic_number(parts[0], parts[2], "weight", line, path, lineno)
         topics.append(t)
         words.append(parts[1])
         weights.append(wt)
@@ -90,16 +96,9 @@ def _read_mallet_keys(path):
         parts = line.split("\t") if "\t" in line else line.split(None, 2)
         if len(parts) < 2:
             raise InputError("expected 'topic<TAB>alpha<TAB>words'", path, lineno)
-        try:
-            t, a = int(parts[0]), float(parts[1])
-        except ValueError:
-            raise InputError(
-                f"expected an integer topic and a numeric alpha, got {line.strip()[:60]!r}", path, lineno
-            ) from None
+        t, a = _topic_number(parts[0], parts[1], "alpha", line, path, lineno)
         if t in alpha:
             raise InputError(f"topic {t} appears twice", path, lineno)
-        if not math.isfinite(a) or a < 0:
-            raise InputError(f"alpha {a} must be finite and >= 0", path, lineno)
         alpha[t] = a
     if not alpha:
         raise InputError("no topics in the file", path)

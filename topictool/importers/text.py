@@ -69,20 +69,22 @@ def import_text(prefix, vocab_path=None, report=None):
     else:
         raise InputError(f"no vocabulary: expected {p['vocab'].name} beside the phi file, or give one", p["phi"])
 
-    if p["alpha"].exists():
-        alpha = _numbers(_read_text(p["alpha"], "alpha"), p["alpha"], "alpha")
-        files["alpha"] = str(p["alpha"])
-        if len(alpha) != K:
-            raise InputError(f"{len(alpha)} numbers but the model has {K} topics", p["alpha"])
-    else:
+    def per_topic(key, what):
+        """K numbers from the optional file p[key], or None when it is absent."""
+        if not p[key].exists():
+            return None
+        values = _numbers(_read_text(p[key], what), p[key], what)
+        files[key] = str(p[key])
+        if len(values) != K:
+            raise InputError(f"{len(values)} numbers but the model has {K} topics", p[key])
+        return values
+
+    alpha = per_topic("alpha", "alpha")
+    if alpha is None:
         alpha = np.full(K, DEFAULT_ALPHA_SUM / K)
         messages.append(f"no {p['alpha'].name}: using symmetric alpha = {DEFAULT_ALPHA_SUM:g}/K")
-    if p["weights"].exists():
-        topic_weight = _numbers(_read_text(p["weights"], "topic weights"), p["weights"], "topic weights")
-        files["weights"] = str(p["weights"])
-        if len(topic_weight) != K:
-            raise InputError(f"{len(topic_weight)} numbers but the model has {K} topics", p["weights"])
-    else:
+    topic_weight = per_topic("weights", "topic weights")
+    if topic_weight is None:
         topic_weight = alpha
     meta, burst = {}, None
     if p["meta"].exists():

@@ -30,6 +30,15 @@ from .special import digamma
 
 # Minka's fixed point (eq. above) with Mallet's Gamma(shape, scale) terms, on Wallach histograms.
 @numba.njit(cache=True, nogil=True)
+def last_nonzero(hist):
+    """The largest n >= 1 with hist[n] > 0 (0 when there is none): where a histogram walk stops."""
+    for n in range(hist.shape[0] - 1, 0, -1):
+        if hist[n] > 0:
+            return n
+    return 0
+
+
+@numba.njit(cache=True, nogil=True)
 def learn_parameters(alpha, topic_doc_hist, doc_len_hist, shape, scale, iterations):
     """Update ``alpha`` (float64 K) in place; return the new sum.
 
@@ -38,19 +47,11 @@ def learn_parameters(alpha, topic_doc_hist, doc_len_hist, shape, scale, iteratio
     shape, scale    Mallet's hyperprior terms (1.001, 1.0); (0, inf) is plain Minka.
     """
     K = alpha.shape[0]
-    M = topic_doc_hist.shape[1]
     # Largest non-zero column of each topic's histogram: the walk stops there.
     limit = np.zeros(K, np.int64)
     for k in range(K):
-        for n in range(M - 1, 0, -1):
-            if topic_doc_hist[k, n] > 0:
-                limit[k] = n
-                break
-    max_len = 0
-    for n in range(doc_len_hist.shape[0] - 1, 0, -1):
-        if doc_len_hist[n] > 0:
-            max_len = n
-            break
+        limit[k] = last_nonzero(topic_doc_hist[k])
+    max_len = last_nonzero(doc_len_hist)
     alpha_sum = 0.0
     for k in range(K):
         alpha_sum += alpha[k]
@@ -89,11 +90,7 @@ def learn_symmetric_concentration(count_hist, length_hist, dims, current, iterat
     dims         number of outcomes per group (W)
     Stops after ``iterations`` or when the relative change is below ``tolerance``.
     """
-    largest = 0
-    for n in range(count_hist.shape[0] - 1, 0, -1):
-        if count_hist[n] > 0:
-            largest = n
-            break
+    largest = last_nonzero(count_hist)
     n_lengths = 0
     lengths = np.empty(length_hist.shape[0], np.int64)
     for n in range(1, length_hist.shape[0]):
