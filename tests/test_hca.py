@@ -311,7 +311,7 @@ def planted():
         truncation=30,
         gamma=5.0,
         alpha=1.0,
-        eta=0.05,
+        beta=0.05,
         vocab_size=300,
         documents=500,
         test_documents=50,
@@ -336,7 +336,7 @@ def test_planted_truth_is_recovered(planted, cls):
     assert abs(eff - truth["effective_topics"]) <= 0.2 * truth["effective_topics"], eff
     assert 0.5 < model.hyperparameters()["b_theta"] < 2.0  # truth: alpha = 1
     if cls is HdpGibbs:
-        assert 0.03 < model.hyperparameters()["beta"] < 0.08  # truth: eta = 0.05
+        assert 0.03 < model.hyperparameters()["beta"] < 0.08  # truth: beta = 0.05
 
 
 # ----------------------------------------------------------------------------

@@ -12,17 +12,9 @@ beta [-B value] = 0.01 per word (hca samples the total W beta), burst [-Sbdk], b
 sample_discount_every = 11, fix (comma-separated names held fixed, hca's -F).
 """
 
-from . import sampler
-from .model import COMMON_DEFAULTS, HcaGibbs
+from .model import HcaGibbs, family_defaults
 
 
 class HdpGibbs(HcaGibbs):
     name = "hdp-gibbs"
-    WORD_MODE = sampler.WORD_DIRICHLET
-    defaults = {
-        "K": 100,
-        "b_theta": 10.0,
-        "b_alpha": 10.0,
-        "beta": 0.01,
-        **COMMON_DEFAULTS,
-    }
+    defaults = family_defaults(beta=0.01)

@@ -2,18 +2,19 @@
 
 It owns the corpus view, the state arrays, the Stirling tables and the hyper-parameter
 schedule; the sweep itself is sampler.py, the node algebra pyp.py, burstiness burst.py,
-hyper-parameter densities hyper.py.
+hyper-parameter densities hyper.py. Options, the resume checks and state() are
+models/base.py's.
 
-State (``state()``): z (topic per token), r (burst indicator per token, burst only),
-t_dk (tables per document and topic), t_kw (tables per topic and word, NP-LDA), the RNG
-stream, the hyper-parameters, the iteration. Everything else -- n_kw, n_k, the root counts,
-the cached factors -- is recomputed from these on resume.
+State (``state_array_names()``): z (topic per token), t_dk (tables per document and topic),
+hyper (the hyper-parameters, sampler.H_*), t_kw (tables per topic and word, NP-LDA only),
+r (burst indicator per token) and burst_concentration (b_psi_k per topic), burst only; with
+base's seed, iteration and RNG stream. Everything else -- n_kw, n_k, the root counts, the
+cached factors -- is recomputed from these on resume (restored()).
 
-Threads: the table-indicator sweep runs on one thread. The option is accepted (and
-recorded) so runs and configs are interchangeable with lda-gibbs; a document-parallel
-version (per-thread count deltas merged after each sweep, as lda-gibbs does) would also
-need per-thread copies of the W x K table counts and of the cached factors, and on the
-2-core machines we measure on it is not worth it yet.
+Threads: the table-indicator sweep runs on one thread, and --threads > 1 is refused. A
+document-parallel version (per-thread count deltas merged after each sweep, as lda-gibbs
+does) would also need per-thread copies of the W x K table counts and of the cached
+factors, and on the 2-core machines we measure on it is not worth it yet.
 """
 
 import math
@@ -21,17 +22,14 @@ import math
 import numpy as np
 
 from ...errors import InputError
-from ...kernels.rng import make_streams
 from ...kernels.special import log_pochhammer, log_rising
 from ...kernels.stirling import StirlingTable, sorted_pairs
 from ...snapshot import Snapshot
-from ..base import DISCOUNT, NONNEGATIVE, PRIOR, Model, effective_topics
+from ..base import DISCOUNT, NONNEGATIVE, PRIOR, Model, doc_topic_counts, effective_topics
 from . import hyper as hp
 from . import sampler as smp
 from .burst import burst_statistics, max_in_document_count, max_slots
 from .pyp import log_binomial, node_log_factor, pyp_estimate, root_estimate, root_log_factor
-
-STATE_VERSION = 1
 
 # option name -> index in the hyper array (sampler.H_*)
 HYPER_INDEX = {
@@ -59,10 +57,19 @@ COMMON_DEFAULTS = {
 }
 
 
-class HcaGibbs(Model):
-    """Base class; subclasses set name, defaults and WORD_MODE."""
+def family_defaults(**own):
+    """A family's options: K and the document side's concentrations as in hca (-K, b, b0), then
+    the family's ``own``, then the burstiness and schedule options both share."""
+    return {"K": 100, "b_theta": 10.0, "b_alpha": 10.0, **own, **COMMON_DEFAULTS}
 
-    WORD_MODE = smp.WORD_DIRICHLET
+
+class HcaGibbs(Model):
+    """Base class; subclasses set name, defaults (family_defaults) and pyp_words."""
+
+    pyp_words = False  # the word side: Dirichlet topics (hdp-gibbs), or PYP topics over a GEM root
+    step_unit = "sweep"
+    supports_threads = False
+    eval_method = "gibbs"  # (a burst snapshot adds its document cache, evaluate/burst.py)
     limits = {
         **Model.limits,
         **{k: PRIOR for k in (*CONCENTRATIONS, "beta")},
@@ -71,43 +78,32 @@ class HcaGibbs(Model):
         "sample_discount_every": NONNEGATIVE,
     }
     doc_topic_bytes = 4
+    STATE_VERSION = 1
+
+    def state_array_names(self):
+        names = ("z", "t_dk", "hyper")
+        if self.pyp_words:
+            names += ("t_kw",)
+        if self.burst:
+            names += ("r", "burst_concentration")
+        return names
 
     # -- construction -----------------------------------------------------------
 
-    def __init__(self, corpus, options, rng_seed, threads=1):
-        self._setup(corpus, options, threads)
-        self.seed = int(rng_seed) & ((1 << 64) - 1)
-        self.iteration = 0
-        self.rng = make_streams(self.seed, 1)
-        smp.random_topics(self.z, self.K, self.rng)
-        if self.burst:
-            self.r[:] = 1
-        if self.pyp_words:
-            self.Aw[:] = 1.0  # pyp.indicator_weights of an empty cell: (A, B) = (1, 0)
-        self._run_sweep(adding=True)
-        self._compute_extent()
+    def check_options(self, o):
+        known = [n for n in (*CONCENTRATIONS, *DISCOUNTS, "beta") if n in o]
+        for name in (s.strip() for s in o["fix"].split(",")):
+            if name and name not in known:
+                raise InputError(f"option fix: unknown hyper-parameter {name!r} (known: {', '.join(known)})")
 
-    def _setup(self, corpus, options, threads):
-        self.opts = self.resolve_options(dict(options))
-        self._check_options(self.opts)
-        threads = int(threads)
-        if threads < 1:
-            raise InputError(f"threads={threads}: must be at least 1")
-        self.threads = threads
-        self.corpus = corpus
-        self.K = K = int(self.opts["K"])
-        self.W = W = corpus.W
-        self.D = D = corpus.D
-        self.N = corpus.N
-        if self.N == 0:
-            raise InputError("the corpus has no tokens")
+    def allocate(self):
+        corpus, K, W, D = self.corpus, self.K, self.W, self.D
         self.token_ptr = np.zeros(D + 1, dtype=np.int64)
         np.cumsum(corpus.doc_lengths(), out=self.token_ptr[1:])
         self.doc_ptr = np.ascontiguousarray(corpus.doc_ptr, dtype=np.int64)
         self.word_ids = np.ascontiguousarray(corpus.word_ids, dtype=np.int32)
         self.counts = np.ascontiguousarray(corpus.counts, dtype=np.int32)
         self.burst = bool(self.opts["burst"])
-        self.pyp_words = self.WORD_MODE == smp.WORD_PYP
         self.z = np.zeros(self.N, dtype=np.int16 if K < 32768 else np.int32)
         self.r = np.ones(self.N if self.burst else 0, dtype=np.uint8)
         self.t_dk = np.zeros((D, K), dtype=np.int32)
@@ -124,7 +120,8 @@ class HcaGibbs(Model):
         for name, idx in HYPER_INDEX.items():
             if name in self.opts:
                 self.hyper[idx] = float(self.opts[name])
-        self.b_psi = np.full(K if self.burst else 0, float(self.opts["burst_concentration"]))
+        # b_psi_k, one per topic
+        self.burst_concentration = np.full(K if self.burst else 0, float(self.opts["burst_concentration"]))
         self.fixed = {s.strip() for s in self.opts["fix"].split(",") if s.strip()}
         self.n_slots = max_slots(corpus) if self.burst else 0
         lengths = np.diff(self.token_ptr)
@@ -143,25 +140,69 @@ class HcaGibbs(Model):
         self._empty_R = np.zeros((1, 1))
         self.table_growths = 0
 
-    @classmethod
-    def _check_options(cls, o):
-        if not 1 <= o["K"] < 2**31:
-            raise InputError(f"option K={o['K']}: must be at least 1")
-        for name in CONCENTRATIONS:
-            if name in o and not (o[name] > 0 and math.isfinite(o[name])):
-                raise InputError(f"option {name}={o[name]!r}: must be a positive number")
-        for name in DISCOUNTS:
-            if name in o and not 0.0 <= o[name] < 1.0:
-                raise InputError(f"option {name}={o[name]!r}: a discount must lie in [0, 1)")
-        if "beta" in o and not o["beta"] > 0:
-            raise InputError(f"option beta={o['beta']!r}: must be > 0")
-        for name in ("sample_hyper_every", "sample_discount_every"):
-            if o[name] < 0:
-                raise InputError(f"option {name}={o[name]}: must be >= 0 (0 never samples)")
-        known = [n for n in (*CONCENTRATIONS, *DISCOUNTS, "beta") if n in o]
-        for name in (s.strip() for s in o["fix"].split(",")):
-            if name and name not in known:
-                raise InputError(f"option fix: unknown hyper-parameter {name!r} (known: {', '.join(known)})")
+    def initialise(self):
+        smp.random_topics(self.z, self.K, self.rng)
+        if self.pyp_words:
+            self.Aw[:] = 1.0  # pyp.indicator_weights of an empty cell: (A, B) = (1, 0)
+        self._run_sweep(adding=True)
+        self._compute_extent()
+
+    def restored(self):
+        """Check what base cannot (values against the corpus and each other), then rebuild
+        everything derived from (z, r, t_dk, t_kw, hyper): counts, root counts, tables, caches."""
+        if int(self.z.min()) < 0 or int(self.z.max()) >= self.K:
+            raise InputError(f"state has topic assignments outside 0..{self.K - 1} (K={self.K})")
+        if self.burst and not np.all(self.burst_concentration > 0):
+            raise InputError("state burst_concentration must be positive")
+        bad = self._indicator_violation()
+        if bad:
+            raise InputError(f"{self.name} state: {bad}")
+        self._count_words()
+        bad = self._table_violation()
+        if bad:
+            raise InputError(f"{self.name} state: {bad}")
+        h = self.hyper
+        self.T_k[:] = self.t_dk.sum(axis=0, dtype=np.int64)
+        self.tables["theta"].set_discount(h[smp.H_A_THETA])
+        self.tables["phi"].set_discount(h[smp.H_A_PHI])
+        self.tables["psi"].set_discount(h[smp.H_A_PSI])
+        if self.pyp_words:
+            self.TW_k[:] = self.t_kw.sum(axis=0, dtype=np.int64)
+            self.TwT[:] = self.t_kw.sum(axis=1, dtype=np.int64)
+        self._compute_extent()
+        if self.pyp_words:
+            smp.fill_word_caches(self.n_kw, self.t_kw, self.tables["phi"].R, h[smp.H_A_PHI], self.Aw, self.Bw)
+
+    def _count_words(self):
+        """n_kw and n_k from z (and r)."""
+        self.n_kw[:], self.n_k[:] = smp.word_topic_counts(
+            self.doc_ptr, self.word_ids, self.counts, self.z, self.r, self.burst, self.W, self.K
+        )
+
+    def _indicator_violation(self):
+        """What is wrong with the burst indicators r, or None (restored and check_invariants)."""
+        if not self.burst:
+            return None
+        if np.any(self.r > 1):
+            return "burst indicators must be 0 or 1"
+        single = np.repeat(self.counts == 1, self.counts)
+        if np.any(self.r[single] != 1):
+            return "a word occurring once in its document must reach the topic model (r = 1)"
+        return None
+
+    def _table_violation(self):
+        """What is wrong with the table counts t_dk (and t_kw) given n_dk (and n_kw), or None."""
+        cells = [("document tables t_dk", self.t_dk, self.doc_topics())]
+        if self.pyp_words:
+            cells.append(("topic tables t_kw", self.t_kw, self.n_kw))
+        for name, t, n in cells:
+            if np.any(t > n) or np.any((n > 0) & (t < 1)) or np.any(t < 0):
+                return f"{name} violate 1 <= t <= n (or t = 0 when n = 0)"
+        return None
+
+    def doc_topics(self):
+        """n_dk (D x K int32) from z: every token, burst or not, is a customer of its document."""
+        return doc_topic_counts(self.token_ptr, self.z, self.K)
 
     # -- the sweep ------------------------------------------------------------------
 
@@ -172,7 +213,7 @@ class HcaGibbs(Model):
         """Largest counts in the state; the sweep keeps these running maxima up to date."""
         ext = self.extent
         ext[:] = 0
-        n_dk = smp.doc_topic_counts(self.token_ptr, self.z, self.K)
+        n_dk = self.doc_topics()
         ext[smp.X_N_THETA] = int(n_dk.max())
         ext[smp.X_T_THETA] = int(self.t_dk.max())
         if self.pyp_words:
@@ -229,8 +270,8 @@ class HcaGibbs(Model):
                 self._R("phi", self.pyp_words),
                 self._R("psi", self.burst),
                 self.hyper,
-                self.b_psi,
-                self.WORD_MODE,
+                self.burst_concentration,
+                smp.WORD_PYP if self.pyp_words else smp.WORD_DIRICHLET,
                 self.burst,
                 self.n_slots,
                 self.extent,
@@ -312,7 +353,9 @@ class HcaGibbs(Model):
             a_psi = h[smp.H_A_PSI]
             for k in range(self.K):
                 sel = order[bounds[k] : bounds[k + 1]]
-                self.b_psi[k] = hp.sample_concentration(self.b_psi[k], a_psi, topic_S[sel], topic_N[sel], rng)
+                self.burst_concentration[k] = hp.sample_concentration(
+                    self.burst_concentration[k], a_psi, topic_S[sel], topic_N[sel], rng
+                )
             done.append("burst_concentration")
         return done
 
@@ -321,7 +364,7 @@ class HcaGibbs(Model):
         done = []
         if self._free("a_theta") and h[smp.H_A_THETA] > 0:
             T_d, _ = self._doc_side_stats()
-            n_dk = smp.doc_topic_counts(self.token_ptr, self.z, self.K)
+            n_dk = self.doc_topics()
             pairs = sorted_pairs(n_dk, self.t_dk)
             h[smp.H_A_THETA] = hp.sample_discount(h[smp.H_A_THETA], h[smp.H_B_THETA], T_d, pairs, rng)
             self.tables["theta"].set_discount(h[smp.H_A_THETA])
@@ -342,7 +385,7 @@ class HcaGibbs(Model):
         if self.burst and self._free("burst_discount") and h[smp.H_A_PSI] > 0:
             topic_k, topic_N, topic_S, pair_k, pair_n, pair_s = self._burst_stats()
             pairs = sorted_pairs(pair_n, pair_s)
-            b_of_node = self.b_psi[topic_k]
+            b_of_node = self.burst_concentration[topic_k]
             h[smp.H_A_PSI] = hp.sample_discount(h[smp.H_A_PSI], b_of_node, topic_S, pairs, rng)
             self.tables["psi"].set_discount(h[smp.H_A_PSI])
             done.append("burst_discount")
@@ -377,9 +420,9 @@ class HcaGibbs(Model):
         if not self.burst:
             out.pop("burst_discount", None)
         elif summary:
-            out["burst_concentration_mean"] = float(self.b_psi.mean())
+            out["burst_concentration_mean"] = float(self.burst_concentration.mean())
         else:
-            out["burst_concentration"] = [float(x) for x in self.b_psi]
+            out["burst_concentration"] = [float(x) for x in self.burst_concentration]
         return out
 
     # -- estimates (paper eq. 5) -------------------------------------------------------
@@ -403,7 +446,7 @@ class HcaGibbs(Model):
 
     def theta_estimate(self):
         """E[theta_d | counts] for every training document (D x K)."""
-        n_dk = smp.doc_topic_counts(self.token_ptr, self.z, self.K)
+        n_dk = self.doc_topics()
         h = self.hyper
         return pyp_estimate(n_dk, self.t_dk, h[smp.H_A_THETA], h[smp.H_B_THETA], self.alpha_estimate()[None, :])
 
@@ -430,7 +473,7 @@ class HcaGibbs(Model):
             topic_weight=self.topic_weight(),
             vocab=self.corpus.vocab,
             meta=meta,
-            burst_concentration=self.b_psi.copy() if self.burst else None,
+            burst_concentration=self.burst_concentration.copy() if self.burst else None,
             burst_discount=float(h[smp.H_A_PSI]) if self.burst else None,
         )
 
@@ -441,7 +484,7 @@ class HcaGibbs(Model):
         factor (document nodes, the alpha root, topic nodes or the Dirichlet, the beta root,
         burst nodes), given the hyper-parameters."""
         h = self.hyper
-        n_dk = smp.doc_topic_counts(self.token_ptr, self.z, self.K)
+        n_dk = self.doc_topics()
         R = self.tables["theta"].R
         ll = 0.0
         for d in range(self.D):
@@ -466,110 +509,35 @@ class HcaGibbs(Model):
             a = h[smp.H_A_PSI]
             tab = self.tables["psi"]
             for k, N, S in zip(topic_k, topic_N, topic_S):
-                ll += log_pochhammer(self.b_psi[k], a, S) - log_rising(self.b_psi[k], N)
+                ll += log_pochhammer(self.burst_concentration[k], a, S) - log_rising(self.burst_concentration[k], N)
             for n, s in zip(pair_n, pair_s):
                 if n > 1:
                     ll += tab.log(n, s) - log_binomial(n, s)
         return float(ll)
 
-    # -- checkpoints -----------------------------------------------------------------------
-
-    def state(self):
-        out = {
-            "version": np.int64(STATE_VERSION),
-            "z": self.z.copy(),
-            "t_dk": self.t_dk.copy(),
-            "rng": self.rng.copy(),
-            "hyper": self.hyper.copy(),
-            "iteration": np.int64(self.iteration),
-            "seed": np.uint64(self.seed),
-        }
-        if self.pyp_words:
-            out["t_kw"] = self.t_kw.copy()
-        if self.burst:
-            out["r"] = self.r.copy()
-            out["burst_concentration"] = self.b_psi.copy()
-        return out
-
-    @classmethod
-    def from_state(cls, corpus, options, arrays, threads=1):
-        self = cls.__new__(cls)
-        self._setup(corpus, options, threads)
-        need = ["z", "t_dk", "rng", "hyper", "iteration", "seed"]
-        if self.pyp_words:
-            need.append("t_kw")
-        if self.burst:
-            need += ["r", "burst_concentration"]
-        missing = [k for k in need if k not in arrays]
-        if missing:
-            raise InputError(f"{self.name} state lacks {', '.join(missing)} (options differ from the run's?)")
-        version = int(arrays.get("version", STATE_VERSION))
-        if version > STATE_VERSION:
-            raise InputError(f"{self.name} state version {version} is newer than this topictool understands")
-        z = np.asarray(arrays["z"])
-        if z.shape != (self.N,):
-            raise InputError(f"state has {z.size} assignments but the corpus has {self.N} tokens")
-        if self.N and (int(z.min()) < 0 or int(z.max()) >= self.K):
-            raise InputError(f"state has topic assignments outside 0..{self.K - 1} (K={self.K})")
-        if np.asarray(arrays["t_dk"]).shape != self.t_dk.shape:
-            raise InputError(f"state t_dk has shape {np.asarray(arrays['t_dk']).shape}, expected {self.t_dk.shape}")
-        self.z[:] = z
-        self.t_dk[:] = arrays["t_dk"]
-        if self.pyp_words:
-            self.t_kw[:] = arrays["t_kw"]
-        if self.burst:
-            self.r[:] = arrays["r"]
-            self.b_psi[:] = arrays["burst_concentration"]
-        hyper = np.asarray(arrays["hyper"], dtype=np.float64)
-        if hyper.shape != self.hyper.shape or not np.all(np.isfinite(hyper)):
-            raise InputError("state hyper-parameters are damaged")
-        self.hyper[:] = hyper
-        self.iteration = int(arrays["iteration"])
-        self.seed = int(arrays["seed"])
-        self.rng = np.asarray(arrays["rng"], dtype=np.uint64).copy()
-        if self.rng.shape != (1, 4):
-            raise InputError("state RNG has the wrong shape")
-        self._rebuild_counts()
-        return self
-
-    def _rebuild_counts(self):
-        """Everything derived from (z, r, t_dk, t_kw, hyper): counts, root counts, tables, caches."""
-        h = self.hyper
-        self.n_kw[:], self.n_k[:] = smp.word_topic_counts(
-            self.doc_ptr, self.word_ids, self.counts, self.z, self.r, self.burst, self.W, self.K
-        )
-        self.T_k[:] = self.t_dk.sum(axis=0, dtype=np.int64)
-        self.tables["theta"].set_discount(h[smp.H_A_THETA])
-        self.tables["phi"].set_discount(h[smp.H_A_PHI])
-        self.tables["psi"].set_discount(h[smp.H_A_PSI])
-        if self.pyp_words:
-            self.TW_k[:] = self.t_kw.sum(axis=0, dtype=np.int64)
-            self.TwT[:] = self.t_kw.sum(axis=1, dtype=np.int64)
-        self._compute_extent()
-        if self.pyp_words:
-            smp.fill_word_caches(self.n_kw, self.t_kw, self.tables["phi"].R, h[smp.H_A_PHI], self.Aw, self.Bw)
+    # -- resume and invariants ---------------------------------------------------------
 
     def check_invariants(self):
         def fail(msg):
             raise AssertionError(f"{self.name} invariant broken: {msg}")
 
-        n_dk = smp.doc_topic_counts(self.token_ptr, self.z, self.K)
-        t = self.t_dk
-        if np.any(t > n_dk) or np.any((n_dk > 0) & (t < 1)) or np.any(t < 0):
-            fail("document tables t_dk violate 1 <= t <= n (or t = 0 when n = 0)")
-        if not np.array_equal(self.T_k, t.sum(axis=0, dtype=np.int64)):
-            fail("alpha root counts T_k differ from the sum of t_dk over documents")
+        bad = self._indicator_violation()
+        if bad:
+            fail(bad)
         n_kw, n_k = smp.word_topic_counts(
             self.doc_ptr, self.word_ids, self.counts, self.z, self.r, self.burst, self.W, self.K
         )
         if not np.array_equal(n_kw, self.n_kw) or not np.array_equal(n_k, self.n_k):
             fail("n_kw / n_k disagree with the assignments")
+        bad = self._table_violation()
+        if bad:
+            fail(bad)
+        if not np.array_equal(self.T_k, self.t_dk.sum(axis=0, dtype=np.int64)):
+            fail("alpha root counts T_k differ from the sum of t_dk over documents")
         if int(self.n_k.sum()) != (int(self.r.sum()) if self.burst else self.N):
             fail("n_k does not sum to the tokens that reach the topic model")
         if self.pyp_words:
             tw = self.t_kw
-            if np.any(tw > self.n_kw) or np.any((self.n_kw > 0) & (tw < 1)) or np.any(tw < 0):
-                fail("topic tables t_kw violate 1 <= t <= n (or t = 0 when n = 0)")
             if not np.array_equal(self.TW_k, tw.sum(axis=0, dtype=np.int64)):
                 fail("TW_k differs from the sum of t_kw over words")
             if not np.array_equal(self.TwT, tw.sum(axis=1, dtype=np.int64)):
@@ -580,15 +548,10 @@ class HcaGibbs(Model):
             if not (np.array_equal(Aw, self.Aw) and np.array_equal(Bw, self.Bw)):
                 fail("cached word factors differ from their recomputation")
         if self.burst:
-            if np.any(self.r > 1):
-                fail("burst indicators must be 0 or 1")
             _, topic_N, topic_S, _, pair_n, pair_s = self._burst_stats()
             if np.any(topic_S > topic_N) or np.any(topic_S < 1):
                 fail("burst tables S_dk violate 1 <= S <= N")
             if np.any(pair_s > pair_n) or np.any(pair_s < 1):
                 fail("burst tables s_wk violate 1 <= s <= n for a word occurring more than once")
-            single = np.repeat(self.counts == 1, self.counts)
-            if np.any(self.r[single] != 1):
-                fail("a word occurring once in its document must reach the topic model (r = 1)")
         if not np.all(np.isfinite(self.hyper)):
             fail("hyper-parameters are not finite")

@@ -14,22 +14,10 @@ b_beta [bw0] = 10, burst, burst_discount [ad] = 0.5 (the manual's -Sad=0.5), bur
 at 0 is held at 0 (the process is then a Dirichlet process); others are sampled.
 """
 
-from . import sampler
-from .model import COMMON_DEFAULTS, HcaGibbs
+from .model import HcaGibbs, family_defaults
 
 
 class NpldaGibbs(HcaGibbs):
     name = "nplda-gibbs"
-    WORD_MODE = sampler.WORD_PYP
-    defaults = {
-        "K": 100,
-        "a_theta": 0.0,
-        "b_theta": 10.0,
-        "a_alpha": 0.0,
-        "b_alpha": 10.0,
-        "a_phi": 0.5,
-        "b_phi": 100.0,
-        "a_beta": 0.5,
-        "b_beta": 10.0,
-        **COMMON_DEFAULTS,
-    }
+    pyp_words = True
+    defaults = family_defaults(a_theta=0.0, a_alpha=0.0, a_phi=0.5, b_phi=100.0, a_beta=0.5, b_beta=10.0)

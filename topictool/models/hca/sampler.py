@@ -474,18 +474,7 @@ def sweep(
 
 
 # ----------------------------------------------------------------------------
-# counts from the state (initialisation, resume, invariant checks, likelihoods)
-
-
-@numba.njit(cache=True, nogil=True)
-def doc_topic_counts(token_ptr, z, K):
-    """n_dk (D x K int32) from z."""
-    D = token_ptr.shape[0] - 1
-    out = np.zeros((D, K), dtype=np.int32)
-    for d in range(D):
-        for i in range(token_ptr[d], token_ptr[d + 1]):
-            out[d, z[i]] += 1
-    return out
+# counts from the state (resume, invariant checks; n_dk is models/base.doc_topic_counts)
 
 
 @numba.njit(cache=True, nogil=True)
