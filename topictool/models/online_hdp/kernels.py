@@ -329,3 +329,65 @@ def random_topics(state, row, eta, shape, lam):
 def log_stick_prior(beta, gamma_):
     K = beta.shape[0] - 1
     return K * math.log(gamma_) + (gamma_ - 1.0) * math.log(beta[K])
+
+
+# The covariance across the minibatch of the columns of E[pi] (M1's merge candidates), as
+# np.cov(x, rowvar=False) but in loops of fixed order (np.cov calls BLAS, whose kernels are
+# chosen by CPU).
+@numba.njit(cache=True, nogil=True)
+def column_covariance(x, out):
+    """out[a, b] = sum_j (x_ja - mean_a)(x_jb - mean_b) / (S - 1) for x (S, C), S >= 2."""
+    S, C = x.shape
+    mean = np.zeros(C)
+    for j in range(S):
+        for c in range(C):
+            mean[c] += x[j, c]
+    for c in range(C):
+        mean[c] /= S
+    for a in range(C):
+        for b in range(a, C):
+            s = 0.0
+            for j in range(S):
+                s += (x[j, a] - mean[a]) * (x[j, b] - mean[b])
+            out[a, b] = s / (S - 1)
+            out[b, a] = out[a, b]
+
+
+# The stick-breaking map of beta* (G3): beta*_k = v_k prod_{l<k} (1 - v_l), v = sigmoid(u). In numba
+# (libm's exp/log) rather than numpy, whose exp and log take an AVX-512 code path on CPUs that
+# have it and differ in the last bit from the path of other CPUs.
+@numba.njit(cache=True, nogil=True)
+def sticks_to_beta(u, beta, v):
+    """beta (K+1) and v (K) from the stick logits u (K); beta[K] = prod_l (1 - v_l)."""
+    K = u.shape[0]
+    before = 0.0  # log prod_{l<k} (1 - v_l)
+    for k in range(K):
+        x = u[k]
+        log_v = -_log1p_exp(-x)
+        beta[k] = math.exp(log_v + before)
+        v[k] = 1.0 / (1.0 + math.exp(-x))
+        before -= _log1p_exp(x)
+    beta[K] = math.exp(before)
+
+
+@numba.njit(cache=True, nogil=True)
+def _log1p_exp(x):
+    """log(1 + exp(x)) without overflow."""
+    if x > 0.0:
+        return x + math.log1p(math.exp(-x))
+    return math.log1p(math.exp(x))
+
+
+# The inverse of sticks_to_beta: u_k = logit(beta*_k / sum_{l>=k} beta*_l), clipped to [-bound, bound].
+@numba.njit(cache=True, nogil=True)
+def beta_to_sticks(beta, bound, u):
+    K = u.shape[0]
+    tail = 0.0
+    tails = np.empty(K + 1)
+    for k in range(K, -1, -1):
+        tail += beta[k]
+        tails[k] = tail
+    for k in range(K):
+        v = min(max(beta[k] / tails[k], 1e-300), 1.0)
+        x = math.log(v) - math.log1p(-min(v, 1.0 - 1e-16))
+        u[k] = min(max(x, -bound), bound)

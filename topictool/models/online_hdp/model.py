@@ -51,10 +51,10 @@ hdp-online-sm the tried and accepted splits and merges (split_merge.run_moves).
 E[phi_k] = lambda_k / sum_w lambda_kw.
 """
 
+import math
 import time
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import digamma, gammaln, polygamma
 
 from ...errors import InputError
@@ -62,6 +62,7 @@ from ...kernels.rng import make_streams, shuffle, uniform
 from ...snapshot import Snapshot
 from ..base import NONNEGATIVE, POSITIVE, PRIOR, Model
 from . import kernels as kern
+from .quasi_newton import maximize_box
 from .split_merge import Minibatch, MoveState, combine, run_moves
 
 STATE_VERSION = 1
@@ -91,7 +92,7 @@ def log_stick_prior_and_grad(beta, gamma):
     order of the topics. For a point mass either choice is a convention; the sticks are the
     GEM's own parametrisation.)"""
     K = len(beta) - 1
-    f = K * np.log(gamma) + (gamma - 1.0) * np.log(beta[K])
+    f = K * math.log(gamma) + (gamma - 1.0) * math.log(beta[K])
     g = np.zeros(K + 1)
     g[K] = (gamma - 1.0) / beta[K]
     return f, g
@@ -120,25 +121,29 @@ def beta_objective_fixed_theta(beta, elog_pi_sums, docs, alpha, gamma):
     Returns (f, g). (option global_update="fixed-theta"; see ``optimize_beta``)"""
     f, g = log_stick_prior_and_grad(beta, gamma)
     ab = alpha * beta
-    f += docs * (gammaln(alpha) - gammaln(ab).sum()) + alpha * (beta @ elog_pi_sums)
+    f += docs * (gammaln(alpha) - gammaln(ab).sum()) + alpha * np.sum(beta * elog_pi_sums)
     g += alpha * (elog_pi_sums - docs * digamma(ab))
     return f, g
 
 
 def sticks_to_beta(u):
     """beta*_k = v_k prod_{l<k} (1 - v_l), beta*_{K+1} = prod_l (1 - v_l), v = sigmoid(u)."""
-    log_v = -np.logaddexp(0.0, -u)
-    log_1mv = -np.logaddexp(0.0, u)
-    before = np.concatenate([[0.0], np.cumsum(log_1mv)])
-    return np.exp(np.concatenate([log_v + before[:-1], before[-1:]]))
+    return sticks_and_weights(u)[0]
+
+
+def sticks_and_weights(u):
+    """(beta*, v): beta* as ``sticks_to_beta`` and the sticks v = sigmoid(u) (kernels.sticks_to_beta)."""
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    beta, v = np.empty(len(u) + 1), np.empty(len(u))
+    kern.sticks_to_beta(u, beta, v)
+    return beta, v
 
 
 def beta_to_sticks(beta):
-    tails = np.cumsum(beta[::-1])[::-1]
-    v = np.clip(beta[:-1] / tails[:-1], 1e-300, 1.0)
-    with np.errstate(divide="ignore"):
-        u = np.log(v) - np.log1p(-np.minimum(v, 1.0 - 1e-16))
-    return np.clip(u, -STICK_LOGIT_BOUND, STICK_LOGIT_BOUND)
+    """The stick logits of beta*, clipped to [-STICK_LOGIT_BOUND, STICK_LOGIT_BOUND]."""
+    u = np.empty(len(beta) - 1)
+    kern.beta_to_sticks(np.ascontiguousarray(beta, dtype=np.float64), STICK_LOGIT_BOUND, u)
+    return u
 
 
 def optimize_beta(beta0, objective):
@@ -152,26 +157,21 @@ def optimize_beta(beta0, objective):
     the old beta*: on bars, a topic holding 42% of a minibatch's tokens kept beta* = 0.88 and
     one holding 3% kept 4e-4, minibatch after minibatch."""
 
-    def neg(u):
-        beta = np.maximum(sticks_to_beta(u), 1e-300)
+    def pos(u):
+        beta, v = sticks_and_weights(u)
+        beta = np.maximum(beta, 1e-300)
         f, g = objective(beta)
-        v = 1.0 / (1.0 + np.exp(-u))
         # df/du_m = g_m beta_m (1 - v_m) - v_m sum_{k>m} g_k beta_k
         gb = g * beta
         after = np.cumsum(gb[::-1])[::-1]
         du = gb[:-1] * (1.0 - v) - v * after[1:]
-        return -f, -du
+        return f, du
 
     f0 = objective(beta0)[0]
-    res = minimize(
-        neg,
-        beta_to_sticks(beta0),
-        jac=True,
-        method="L-BFGS-B",
-        bounds=[(-STICK_LOGIT_BOUND, STICK_LOGIT_BOUND)] * (len(beta0) - 1),
-        options=dict(maxiter=200, ftol=1e-10, gtol=1e-6),
+    u, _, _ = maximize_box(
+        pos, beta_to_sticks(beta0), -STICK_LOGIT_BOUND, STICK_LOGIT_BOUND, maxiter=200, ftol=1e-10, gtol=1e-6
     )
-    beta = np.maximum(sticks_to_beta(res.x), 1e-300)
+    beta = np.maximum(sticks_to_beta(u), 1e-300)
     if not (np.all(np.isfinite(beta)) and objective(beta)[0] >= f0):
         return beta0.copy()
     return beta
@@ -189,8 +189,8 @@ def _newton_log(f, d1, d2, x, lo, hi):
         step = float(np.clip(step, -2.0, 2.0))
         improved = False
         for _ in range(30):
-            y = min(max(np.log(x) + step, np.log(lo)), np.log(hi))
-            cand = float(np.exp(y))
+            y = min(max(math.log(x) + step, math.log(lo)), math.log(hi))
+            cand = math.exp(y)
             fc = f(cand)
             if fc >= fx:
                 improved = cand != x
@@ -206,16 +206,16 @@ def _newton_log(f, d1, d2, x, lo, hi):
 def newton_alpha(alpha, beta, elog_pi_sums, docs):
     """alpha maximising docs [lgamma(alpha) - sum_k lgamma(alpha beta*_k)] + alpha sum_k beta*_k sum_j E[log pi_jk]."""
     b = beta
-    s = float(b @ elog_pi_sums)
+    s = float(np.sum(b * elog_pi_sums))
 
     def f(a):
         return docs * (gammaln(a) - gammaln(a * b).sum()) + a * s
 
     def d1(a):
-        return docs * (digamma(a) - b @ digamma(a * b)) + s
+        return docs * (digamma(a) - np.sum(b * digamma(a * b))) + s
 
     def d2(a):
-        return docs * (polygamma(1, a) - (b * b) @ polygamma(1, a * b))
+        return docs * (polygamma(1, a) - np.sum(b * b * polygamma(1, a * b)))
 
     return _newton_log(f, d1, d2, alpha, *HYPER_BOUNDS["alpha"])
 
@@ -239,7 +239,7 @@ def newton_alpha_collapsed(alpha, beta, n, lengths, weight=1.0):
     def d1(a):
         ab = a * b
         return weight * (
-            len(lengths) * digamma(a) - digamma(a + lengths).sum() + ((digamma(ab + n) - digamma(ab)) @ b).sum()
+            len(lengths) * digamma(a) - digamma(a + lengths).sum() + np.sum((digamma(ab + n) - digamma(ab)) * b)
         )
 
     def d2(a):
@@ -247,7 +247,7 @@ def newton_alpha_collapsed(alpha, beta, n, lengths, weight=1.0):
         return weight * (
             len(lengths) * polygamma(1, a)
             - polygamma(1, a + lengths).sum()
-            + ((polygamma(1, ab + n) - polygamma(1, ab)) @ (b * b)).sum()
+            + np.sum((polygamma(1, ab + n) - polygamma(1, ab)) * (b * b))
         )
 
     return _newton_log(f, d1, d2, alpha, *HYPER_BOUNDS["alpha"])
@@ -274,7 +274,7 @@ def gamma_update(beta):
     """gamma = K / -log beta*_{K+1}: the maximiser of log p(beta* | gamma)."""
     K = len(beta) - 1
     lo, hi = HYPER_BOUNDS["gamma"]
-    return float(np.clip(K / max(-np.log(beta[K]), 1e-300), lo, hi))
+    return float(np.clip(K / max(-math.log(beta[K]), 1e-300), lo, hi))
 
 
 def elog_pi_sums(theta):
@@ -365,7 +365,8 @@ class _VariationalHdp(Model):
             rest = max((1.0 - v) ** K, BETA_FLOOR)
             self.beta = np.append(np.full(K, (1.0 - rest) / K), rest)
         else:
-            self.beta = np.append(np.maximum(v * (1.0 - v) ** np.arange(K), BETA_FLOOR), (1.0 - v) ** K)
+            sticks = [max(v * (1.0 - v) ** k, BETA_FLOOR) for k in range(K)]  # Python's pow: libm, not numpy's SIMD
+            self.beta = np.array([*sticks, (1.0 - v) ** K])
             self.beta /= self.beta.sum()
         self.iteration = 0
         self.documents_seen = 0

@@ -250,7 +250,7 @@ class MoveState:
 
     def usage(self):
         """Minibatch token count of every topic, sum_j n_jk (K,)."""
-        return self.mb.cnt @ self.phi
+        return np.sum(self.mb.cnt[:, None] * self.phi, axis=0)
 
     # -- split ----------------------------------------------------------------------
 
@@ -392,7 +392,8 @@ class MoveState:
         if K < 2 or self.mb.S < 2:
             return []
         epi = self.theta[:, :K] / self.theta.sum(axis=1, keepdims=True)
-        cov = np.cov(epi, rowvar=False)
+        cov = np.empty((K, K))
+        kern.column_covariance(epi, cov)
         sd = np.sqrt(np.maximum(np.diag(cov), 1e-300))
         iu, ju = np.triu_indices(K, 1)
         c = cov[iu, ju]
@@ -439,7 +440,7 @@ class MoveState:
         the partner an unused topic is proposed to merge into."""
         lam = self.lam()
         root = np.sqrt(lam / lam.sum(axis=1, keepdims=True))
-        bc = root @ root[k]
+        bc = np.sum(root * root[k], axis=1)
         bc[k] = -np.inf
         return int(np.argmax(bc))
 
