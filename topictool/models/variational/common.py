@@ -1,176 +1,81 @@
-"""What the four variational models share on the Python side: corpus arrays,
-option checks, the state() / from_state() round trip, and metrics; and what the two
-collapsed HDP models (PCVB0, PCSVB0) share on output."""
+"""What the four variational models share on the Python side (base.Model does the
+options, threads, state() and from_state()): the corpus arrays, the option limits, the
+value checks after a restore, the metrics, the snapshot and the training
+log-likelihood; and what the two collapsed HDP models (PCVB0, PCSVB0) share: their
+options, the start and the stick-breaking weights."""
 
 import numpy as np
 
 from ...errors import InputError
-from ...kernels.rng import make_streams, shuffle
+from ...kernels.rng import shuffle
 from ...snapshot import Snapshot
-from ..base import NONNEGATIVE, POSITIVE, PRIOR, Model, effective_topics  # noqa: F401 (re-exported)
-from .kernels import point_log_likelihood
+from ..base import KAPPA, NONNEGATIVE, POSITIVE, POSITIVE_INT, PRIOR, Model, Range, effective_topics
+from . import kernels as kern
+from . import sticks
 
-_MASK64 = (1 << 64) - 1
-
-
-def check_positive(opts, *names):
-    for name in names:
-        v = opts[name]
-        if not (np.isfinite(v) and v > 0):
-            raise InputError(f"option {name}={v!r}: must be > 0")
-
-
-def check_at_least(opts, name, low):
-    if opts[name] < low:
-        raise InputError(f"option {name}={opts[name]!r}: must be at least {low}")
-
-
-def check_kappa(opts, name="kappa"):
-    """0 < kappa <= 1; (0.5, 1] is the range with the Robbins-Monro guarantee, 0.5 is gensim's default."""
-    v = opts[name]
-    if not (0.0 < v <= 1.0):
-        raise InputError(
-            f"option {name}={v!r}: must lie in (0, 1] (in (0.5, 1] the step sizes are guaranteed to converge)"
-        )
-
-
-def check_K(opts):
-    if opts["K"] < 1:
-        raise InputError(f"option K={opts['K']}: must be at least 1")
-    if opts["K"] > 1 << 20:
-        raise InputError(f"option K={opts['K']}: too many topics")
-
-
-def check_init(opts):
-    if opts["init"] not in ("sequential", "random"):
-        raise InputError(f"option init={opts['init']!r}: expected sequential or random")
+#: the options of the collapsed HDP models (PCVB0 and PCSVB0 add their own)
+HDP_DEFAULTS = {
+    "K": 200,
+    "beta": 0.01,
+    "alpha": 1.0,
+    "gamma": 1.0,
+    "optimize_alpha": True,
+    "optimize_gamma": True,
+    "reorder": True,
+    "clumping": False,
+    "init": "sequential",
+}
+#: optimize_hyper (before the rename) set both
+HDP_ALIASES = {"optimize_hyper": ("optimize_alpha", "optimize_gamma")}
+INITS = ("sequential", "random")
 
 
 class VariationalModel(Model):
-    """Base of the variational family.
-
-    Subclasses set ``name``, ``defaults``, ``_arrays`` (names of ndarray attributes
-    that make up the state; their shapes and dtypes are those of a fresh
-    ``_allocate()``) and ``_scalars`` (name -> float or int), and implement
-    ``_check_options``, ``_allocate``, ``_initialise`` and ``step``.
-    """
+    """Base of the variational family. A model declares what base.Model asks for, and
+    ``lazy_table`` (its lazily decayed table, its totals and the table's name) when it has
+    one; it implements allocate (after ``super().allocate()``, which reads the corpus),
+    initialise, step, ``topic_word()`` (K, W), ``topic_totals()`` (K,), ``_prior()`` (K,) and
+    ``doc_topics()`` (D, K)."""
 
     eval_method = "vb"
+    supports_threads = False
+    STATE_VERSION = 2  # 2: iteration (base) in place of epoch and documents_seen
     limits = {
-        **Model.limits,
-        **{k: PRIOR for k in ("alpha", "beta", "eta", "gamma", "s_c", "s_d", "s_h", "s_phi", "s_theta", "local_tol")},
+        "K": Range(1, 2**20),
+        **{k: PRIOR for k in ("alpha", "beta", "gamma", "s_c", "s_d", "s_h", "s_phi", "s_theta", "local_tol")},
         # step sizes s / (tau + t)^kappa start at t = 0: tau must be positive
-        **{k: POSITIVE for k in ("tau_c", "tau_d", "tau_h", "tau_phi", "tau_theta", "tau0")},
+        **{k: POSITIVE for k in ("tau_c", "tau_d", "tau_h", "tau_phi", "tau_theta", "tau")},
+        "kappa": KAPPA,
+        "local_iterations": POSITIVE_INT,
         **{k: NONNEGATIVE for k in ("burn_in", "minibatch", "cold_passes")},
     }
     doc_topic_bytes = 8
-    STATE_VERSION = 1
-    _arrays = ()
-    _scalars = {}
+    lazy_table = None
+    #: state scalars that must be positive (the others must be >= 0)
+    positive_scalars = frozenset({"scale", "alpha", "gamma", "gbar"})
 
-    def __init__(self, corpus, options, rng_seed, threads=1):
-        self._setup(corpus, options, threads)
-        self.seed = int(rng_seed) & _MASK64
-        self.rng = make_streams(self.seed, 1)
-        self.epoch = 0
-        self.documents_seen = 0
-        self._initialise()
+    def check_options(self, opts):
+        if "init" in opts and opts["init"] not in INITS:
+            raise InputError(f"option init={opts['init']!r}: expected sequential or random")
 
-    # -- construction ----------------------------------------------------------------
-
-    def _setup(self, corpus, options, threads):
-        self.opts = self.resolve_options(dict(options))
-        self._check_options(self.opts)
-        threads = int(threads)
-        if threads < 1:
-            raise InputError(f"threads={threads}: must be at least 1")
-        self.threads = threads  # the kernels are sequential; accepted for the protocol
-        self.corpus = corpus
-        self.K = int(self.opts["K"])
-        self.D = corpus.D
-        self.W = corpus.W
+    def allocate(self):
+        corpus = self.corpus
         self.doc_ptr = np.ascontiguousarray(corpus.doc_ptr, dtype=np.int64)
         self.word_ids = np.ascontiguousarray(corpus.word_ids, dtype=np.int32)
         self.counts = np.ascontiguousarray(corpus.counts, dtype=np.int32)
         self.doc_len = corpus.doc_lengths().astype(np.int64)
-        self.N = int(self.doc_len.sum())
-        if self.N == 0:
-            raise InputError("the corpus has no tokens")
-        self._allocate()
 
-    def _check_options(self, opts):
-        raise NotImplementedError
+    def restored(self):
+        for name in self.state_scalars:
+            v = getattr(self, name)
+            if v < 0 or (name in self.positive_scalars and not v > 0):
+                raise InputError(f"{self.name} state: {name}={v!r} out of range")
+        for name in self.state_arrays:
+            a = getattr(self, name)
+            if a.dtype.kind == "f" and a.size and a.min() < 0:
+                raise InputError(f"{self.name} state: {name} has negative entries")
 
-    def _allocate(self):
-        raise NotImplementedError
-
-    def _initialise(self):
-        raise NotImplementedError
-
-    # -- state -------------------------------------------------------------------------
-
-    def state(self):
-        out = {
-            "version": np.int64(self.STATE_VERSION),
-            "rng": self.rng.copy(),
-            "seed": np.uint64(self.seed),
-            "epoch": np.int64(self.epoch),
-            "documents_seen": np.int64(self.documents_seen),
-        }
-        for name in self._arrays:
-            out[name] = getattr(self, name).copy()
-        for name, kind in self._scalars.items():
-            out[name] = np.float64(getattr(self, name)) if kind is float else np.int64(getattr(self, name))
-        return out
-
-    @classmethod
-    def from_state(cls, corpus, options, arrays, threads=1):
-        self = cls.__new__(cls)
-        self._setup(corpus, options, threads)
-        need = ["rng", "seed", "epoch", "documents_seen", *cls._arrays, *cls._scalars]
-        missing = [k for k in need if k not in arrays]
-        if missing:
-            raise InputError(f"{cls.name} state lacks {', '.join(missing)}")
-        version = int(arrays.get("version", cls.STATE_VERSION))
-        if version > cls.STATE_VERSION:
-            raise InputError(f"{cls.name} state version {version} is newer than this topictool understands")
-        rng = np.asarray(arrays["rng"], dtype=np.uint64)
-        if rng.shape != (1, 4):
-            raise InputError(f"{cls.name} state: rng has shape {rng.shape}, expected (1, 4)")
-        self.rng = rng.copy()
-        self.seed = int(arrays["seed"])
-        self.epoch = int(arrays["epoch"])
-        self.documents_seen = int(arrays["documents_seen"])
-        for name in cls._arrays:
-            fresh = getattr(self, name)
-            a = np.asarray(arrays[name])
-            if a.shape != fresh.shape:
-                raise InputError(
-                    f"{cls.name} state: {name} has shape {a.shape}, expected {fresh.shape} "
-                    f"(same corpus and K={self.K}?)"
-                )
-            if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
-                raise InputError(f"{cls.name} state: {name} has NaN or infinite entries")
-            setattr(self, name, np.ascontiguousarray(a, dtype=fresh.dtype).copy())
-        for name, kind in cls._scalars.items():
-            v = kind(arrays[name])
-            if kind is float and not np.isfinite(v):
-                raise InputError(f"{cls.name} state: {name}={v!r} is not finite")
-            setattr(self, name, v)
-        self._after_restore()
-        return self
-
-    def _after_restore(self):
-        pass
-
-    # -- shared pieces -----------------------------------------------------------------
-
-    def _check_table(self, table, totals, name):
-        """A lazily decayed table and its totals agree (totals = column sums) and are finite."""
-        if not (np.all(np.isfinite(table)) and np.all(np.isfinite(totals))):
-            raise AssertionError(f"{self.name}: {name} has NaN or infinite entries")
-        if not np.allclose(totals, table.sum(axis=0), rtol=1e-8, atol=1e-12 * max(1.0, float(np.abs(totals).max()))):
-            raise AssertionError(f"{self.name}: the totals of {name} differ from its column sums")
+    # -- what a step shares -------------------------------------------------------------
 
     def _epoch_order(self):
         """A fresh random document order for this pass (from the model's stream)."""
@@ -178,41 +83,114 @@ class VariationalModel(Model):
         shuffle(order, self.rng, 0)
         return order
 
-    def _meta(self, **extra):
-        meta = {
-            "model": self.name,
-            "options": dict(self.opts),
-            "epoch": self.epoch,
-            "documents_seen": self.documents_seen,
-            "tokens": self.N,
-        }
-        meta.update(extra)
-        return meta
+    def _metrics(self, **extra):
+        return {"documents_seen": self.iteration * self.D, **extra}
 
+    def check_invariants(self):
+        """The topic totals equal the sums of the (lazily decayed) topic-word table, all finite."""
+        table, totals, name = self.lazy_table
+        table, totals = getattr(self, table), getattr(self, totals)
+        if not (np.all(np.isfinite(table)) and np.all(np.isfinite(totals))):
+            raise AssertionError(f"{self.name}: {name} has NaN or infinite entries")
+        if not np.allclose(totals, table.sum(axis=0), rtol=1e-8, atol=1e-12 * max(1.0, float(np.abs(totals).max()))):
+            raise AssertionError(f"{self.name}: the totals of {name} differ from its column sums")
 
-class CollapsedHdpModel(VariationalModel):
-    """What PCVB0 and PCSVB0 share on output: phi from the smoothed expected counts
-    (``topic_word``), theta_d ∝ n_dk + alpha pi_k, topic weights from the topic totals."""
+    # -- estimates ------------------------------------------------------------------------
 
-    def topic_totals(self):
-        """Expected tokens of each topic (K,)."""
-        raise NotImplementedError
+    def _theta_parts(self):
+        """(a_dk, b_k) with theta_d ∝ a_d + b (the training log-likelihood's point estimate)."""
+        return self.doc_topics(), self._prior()
+
+    def _meta_extra(self):
+        return {"minibatches": int(self.t)}
 
     def snapshot(self):
         phi = self.topic_word()
         phi /= phi.sum(axis=1, keepdims=True)
         totals = self.topic_totals()
+        meta = {
+            "model": self.name,
+            "options": dict(self.opts),
+            "iteration": self.iteration,
+            "documents_seen": self.iteration * self.D,
+            "tokens": self.N,
+            **self._meta_extra(),
+        }
         return Snapshot(
-            phi=phi,
-            alpha=self.alpha * self.pi,
-            topic_weight=totals / totals.sum(),
-            vocab=self.corpus.vocab,
-            meta=self._meta(alpha=self.alpha, gamma=self.gamma, stick_order=self.order.tolist()),
+            phi=phi, alpha=self._prior(), topic_weight=totals / totals.sum(), vocab=self.corpus.vocab, meta=meta
         )
 
     def log_likelihood(self):
-        """Training log-likelihood of theta_d ∝ n_dk + alpha pi_k and phi as in the snapshot."""
+        """Training log-likelihood of the point estimates theta_d ∝ a_d + b and phi as in the snapshot."""
         phi_wk = np.ascontiguousarray(self.topic_word().T)
-        return float(
-            point_log_likelihood(self.doc_ptr, self.word_ids, self.counts, self.n_dk, self.alpha * self.pi, phi_wk)
+        a_dk, b_k = self._theta_parts()
+        return float(kern.point_log_likelihood(self.doc_ptr, self.word_ids, self.counts, a_dk, b_k, phi_wk))
+
+
+class CollapsedHdpModel(VariationalModel):
+    """What PCVB0 and PCSVB0 share: the start (option init), the sticks, the per-step
+    metrics and the output: phi from the smoothed expected counts (``topic_word``),
+    theta_d ∝ n_dk + alpha pi_k, topic weights from the topic totals."""
+
+    aliases = HDP_ALIASES
+
+    def restored(self):
+        super().restored()
+        if not np.array_equal(np.sort(self.order), np.arange(self.K)):
+            raise InputError(f"{self.name} state: order is not a permutation of the {self.K} sticks")
+
+    def _allocate_sticks(self):
+        K = self.K
+        self.u = np.ones(K, dtype=np.float64)
+        self.v = np.ones(K, dtype=np.float64)
+        self.pi = np.full(K, 1.0 / K)
+        self.order = np.arange(K, dtype=np.int64)
+        self.alpha = float(self.opts["alpha"])
+        self.gamma = float(self.opts["gamma"])
+
+    def _start(self, unit_ptr, unit_words, unit_counts, n_dk, n_wk, n_k, q):
+        """The start (option init) into the count tables (and q, unless it has no rows), then
+        the sticks of its E_dk; u, v, pi follow, alpha and gamma keep their options' values."""
+        E_sum = np.zeros(self.K)
+        if self.opts["init"] == "sequential":
+            self._stick_weights(self.gamma)  # pi: the prior's mean GEM(gamma)
+            beta = self.opts["beta"]
+            kern.sequential_init(
+                unit_ptr, unit_words, unit_counts, self.alpha * self.pi, beta, self.rng, 0, n_dk, n_wk, n_k, q, E_sum
+            )
+            if q.shape[0]:
+                kern.counts_from_q(unit_ptr, unit_words, unit_counts, q, n_dk, n_wk, n_k)
+        else:
+            kern.soft_init(unit_ptr, unit_words, unit_counts, self.rng, 0, n_dk, n_wk, n_k, q, E_sum)
+        self._reorder()
+        self.u[:] = 1.0 + E_sum  # (S2): u
+        self._stick_weights(self.gamma)
+
+    def _reorder(self):
+        if self.opts["reorder"]:
+            sticks.order_by_size(self.topic_totals(), self.order)
+
+    def _stick_weights(self, gbar):
+        """v from u and gbar in the current order (S2), then pi (S1)."""
+        sticks.stick_v(self.order, self.u, gbar, self.v)
+        sticks.stick_weights(self.order, self.u, self.v, self.pi)
+
+    def _metrics(self, **extra):
+        w = self.topic_totals() / self.topic_totals().sum()
+        return super()._metrics(
+            alpha=self.alpha,
+            gamma=self.gamma,
+            topics_above_1pct=int((w > 0.01).sum()),
+            effective_topics=effective_topics(w),
+            **extra,
         )
+
+    def _prior(self):
+        return self.alpha * self.pi
+
+    def _meta_extra(self):
+        return {"alpha": self.alpha, "gamma": self.gamma, "stick_order": self.order.tolist()}
+
+    def doc_topics(self):
+        """n_dk: the expected topic counts of every training document (D x K)."""
+        return self.n_dk.copy()

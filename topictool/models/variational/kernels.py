@@ -31,9 +31,10 @@ RESCALE_BELOW = 1e-100
 # exp(Psi(x)) for x > 0: Psi(x) = Psi(x + 6) - sum_{i<6} 1/(x + i), then the asymptotic series
 # exp(Psi(y + 1/2)) = y + 1/(24 y) - 37/(5760 y^3) + 10313/(2903040 y^5) + ...  at y = x + 5.5
 # (relative error < 5e-9 for every x > 0). The six reciprocals are summed as two rational
-# terms and there is no branch, so a loop over topics vectorises; one exp instead of
-# digamma's log and the caller's exp. (Fine up to x ~ 1e100, far beyond any count.)
-@numba.njit(cache=True, nogil=True, fastmath=True)
+# terms and there is no branch; one exp instead of digamma's log and the caller's exp. (Fine up
+# to x ~ 1e100, far beyond any count.) No fastmath: its reassociation and FMA contraction made
+# the result depend on the CPU target (and so on which compiled copy ran).
+@numba.njit(cache=True, nogil=True)
 def exp_digamma(x):
     x1 = x + 1.0
     x2 = x + 2.0
@@ -211,3 +212,47 @@ def point_log_likelihood(doc_ptr, word_ids, counts, a_dk, b_k, phi_wk):
                 p += theta[k] * phi_wk[w, k]
             total += counts[i] * np.log(max(p, 1e-300))
     return total
+
+
+# A word of the current minibatch: its first visit gets the next slot of ``touched``; returns the
+# number of words touched so far. mark (W) is -1 for words not yet touched.
+@numba.njit(cache=True, nogil=True)
+def touch(mark, touched, n_touched, w):
+    if mark[w] < 0:
+        mark[w] = n_touched
+        touched[n_touched] = w
+        n_touched += 1
+    return n_touched
+
+
+# After a minibatch: n <- (1 - rho) n + rho total/tokens acc for the scaled table n = scale * (A, B),
+# acc (W x K) and acc_k (K) the minibatch's statistics (rows ``touched[:n_touched]``), which are
+# cleared, as is ``mark``. Returns the new scale.
+@numba.njit(cache=True, nogil=True)
+def flush_minibatch(A, B, scale, rho, total, tokens, acc, acc_k, mark, touched, n_touched):
+    scale = decay_scaled(A, B, scale, rho)
+    if tokens > 0:
+        f = rho * total / tokens / scale
+        for j in range(n_touched):
+            w = touched[j]
+            for k in range(A.shape[1]):
+                A[w, k] += f * acc[w, k]
+                acc[w, k] = 0.0
+            mark[w] = -1
+        for k in range(B.shape[0]):
+            B[k] += f * acc_k[k]
+            acc_k[k] = 0.0
+    return scale
+
+
+# prod * (1 - q)^m, set to 0 once below 1e-300 (E = 1 - prod is then 1 to double precision): one
+# factor of prod_i (1 - q_ik), the chance that topic k has no token of the document.
+@numba.njit(cache=True, nogil=True)
+def absent(prod, q, m):
+    keep = 1.0 - q
+    if m != 1:
+        keep = keep**m
+    prod *= keep
+    if prod < 1e-300:
+        return 0.0
+    return prod

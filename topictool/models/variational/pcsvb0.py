@@ -24,7 +24,8 @@ then, with E_k = E[1(n_dk >= 1)] = 1 - prod_i (1 - q(z_di = k)) from the final p
     gamma <- (T - 1) / sum_{k<T} [Psi(u_k + v_k) - Psi(v_k)]                          (S3)
     alpha <- (1 - rho^h_t) alpha + rho^h_t sum_k E_k / (Psi(n_d + alpha) - Psi(alpha))  (B6)
     pi_k = ubar_k prod_{l<k} (1 - ubar_l),  ubar_k = u_k / (u_k + v_k),  ubar_T = 1   (S1)
-((B5) uses the gamma before (S3); ``optimize_hyper=false`` keeps alpha and gamma.)
+((B5) uses the gamma before (S3); ``optimize_gamma=false`` skips (S3) and
+``optimize_alpha=false`` (B6); ``optimize_hyper`` before the rename set both.)
 
 Step sizes rho_t = s / (tau + t)^kappa: (s_c, tau_c) = (10, 1000) for n_kw with t the
 number of token updates of n_kw so far; (s_d, tau_d) = (1, 10) for n_dk with t the
@@ -60,23 +61,17 @@ Implementation notes.
   GEM(gamma); "random" gives every distinct word of every document normalised
   uniform random q. n_dk, n_kw, n_k are the counts of the start (n_kw, n_k at corpus
   scale), u_k = 1 + sum_d E_dk from them, gbar = gamma.
-- One ``step()`` is one pass over the corpus.
+- One ``step()`` is one pass over the corpus (step_unit "pass"). The word-by-word
+  algorithm is the minibatch pass with minibatches of one document whose (B3) is applied
+  token by token instead of once (``_document``), so both share one kernel.
 """
 
 import numba
 import numpy as np
 
 from . import kernels as kern
-from . import sticks as sticks
-from .common import (
-    CollapsedHdpModel,
-    check_at_least,
-    check_init,
-    check_K,
-    check_kappa,
-    check_positive,
-    effective_topics,
-)
+from . import sticks
+from .common import HDP_ALIASES, HDP_DEFAULTS, CollapsedHdpModel
 
 # ----------------------------------------------------------------------------
 # kernels
@@ -87,7 +82,7 @@ from .common import (
 # After a document (or a minibatch): re-order, (B4)-(B5) with the mean E_k (E_mean), (S3), (B6) with
 # the target alpha_target (skipped if <= 0), (S1).
 @numba.njit(cache=True, nogil=True)
-def _sticks_step(n_k, order, u, v, pi, hyper, E_mean, alpha_target, D_total, rho, optimize, reorder):
+def _sticks_step(n_k, order, u, v, pi, hyper, E_mean, alpha_target, D_total, rho, opt_alpha, opt_gamma, reorder):
     K = u.shape[0]
     if reorder:
         sticks.order_by_size(n_k, order)
@@ -95,11 +90,11 @@ def _sticks_step(n_k, order, u, v, pi, hyper, E_mean, alpha_target, D_total, rho
         u[k] = (1.0 - rho) * u[k] + rho * (1.0 + D_total * E_mean[k])
     hyper[2] = (1.0 - rho) * hyper[2] + rho * hyper[1]  # (B5): gbar
     sticks.stick_v(order, u, hyper[2], v)
-    if optimize:
+    if opt_gamma:
         hyper[1] = sticks.gamma_update(order, u, v, hyper[1])  # (S3)
-        if alpha_target > 0.0:  # (B6)
-            a = (1.0 - rho) * hyper[0] + rho * alpha_target
-            hyper[0] = min(max(a, sticks.HYPER_MIN), sticks.HYPER_MAX)
+    if opt_alpha and alpha_target > 0.0:  # (B6)
+        a = (1.0 - rho) * hyper[0] + rho * alpha_target
+        hyper[0] = min(max(a, sticks.HYPER_MIN), sticks.HYPER_MAX)
     sticks.stick_weights(order, u, v, pi)  # (S1)
 
 
@@ -117,145 +112,74 @@ def _responsibility(n_dk_d, api, nkw_w, nk, scale, beta, Vbeta, q):
         q[k] *= inv
 
 
-# One word-by-word pass (B1)-(B6), (S1), (S3) over the documents in ``order``.
-# Returns (scale, t_c, t_h).
+# Document d: burn_in passes of (B1)-(B2), then the final one, which also applies (B3) token by
+# token (``batch`` false) or adds the document's statistics into acc, acc_k (words marked in mark,
+# touched); prod[k] = prod_i (1 - q_ik) of the final pass. Returns (scale, t_c, n_touched).
 @numba.njit(cache=True, nogil=True)
-def _pass_wordwise(
-    doc_ptr,
-    word_ids,
-    counts,
-    doc_len,
-    order,
-    n_dk,
-    nkw,
-    nk,
-    scale,
-    stick_order,
-    u,
-    v,
-    pi,
-    hyper,
-    beta,
-    N,
-    D_total,
-    s_c,
-    tau_c,
-    s_d,
-    tau_d,
-    s_h,
-    tau_h,
-    kappa,
-    t_c,
-    t_h,
-    burn_in,
-    clumping,
-    optimize,
-    reorder,
-):
+def _document(
+    d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, api, q, prod, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c,
+    burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched,
+):  # fmt: skip
     W, K = nkw.shape
     Vbeta = W * beta
-    q = np.empty(K, dtype=np.float64)
-    api = np.empty(K, dtype=np.float64)
-    prod = np.empty(K, dtype=np.float64)
-    for b in range(order.shape[0]):
-        d = order[b]
-        n_d = doc_len[d]
-        if n_d == 0:
-            continue
+    td = 0
+    for p in range(burn_in + 1):
+        final = p == burn_in
         for k in range(K):
-            api[k] = hyper[0] * pi[k]
-        td = 0
-        for p in range(burn_in + 1):
-            final = p == burn_in
-            for k in range(K):
-                prod[k] = 1.0
-            for i in range(doc_ptr[d], doc_ptr[d + 1]):
-                w = word_ids[i]
-                m = counts[i]
-                reps = 1 if clumping else m
-                weight = m if clumping else 1
-                for _r in range(reps):
-                    _responsibility(n_dk[d], api, nkw[w], nk, scale, beta, Vbeta, q)  # (B1)
-                    c = kern.keep_fraction(s_d, tau_d, kappa, td, weight)  # (B2)
-                    f = (1.0 - c) * n_d
+            prod[k] = 1.0
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            w = word_ids[i]
+            m = counts[i]
+            reps = 1 if clumping else m
+            weight = m if clumping else 1
+            if final and batch:
+                n_touched = kern.touch(mark, touched, n_touched, w)
+            for _r in range(reps):
+                _responsibility(n_dk[d], api, nkw[w], nk, scale, beta, Vbeta, q)  # (B1)
+                c = kern.keep_fraction(s_d, tau_d, kappa, td, weight)  # (B2)
+                f = (1.0 - c) * n_d
+                for k in range(K):
+                    n_dk[d, k] = c * n_dk[d, k] + f * q[k]
+                td += weight
+                if not final:
+                    continue
+                if batch:
                     for k in range(K):
-                        n_dk[d, k] = c * n_dk[d, k] + f * q[k]
-                    td += weight
-                    if final:  # (B3)
-                        c = kern.keep_fraction(s_c, tau_c, kappa, t_c, weight)
-                        scale = kern.decay_scaled(nkw, nk, scale, 1.0 - c)
-                        g = (1.0 - c) * N / scale
-                        for k in range(K):
-                            nkw[w, k] += g * q[k]
-                            nk[k] += g * q[k]
-                            keep = 1.0 - q[k]
-                            if weight != 1:
-                                keep = keep**weight
-                            prod[k] *= keep
-                            if prod[k] < 1e-300:
-                                prod[k] = 0.0
-                        t_c += weight
-        for k in range(K):
-            prod[k] = 1.0 - prod[k]  # E_k
-        E_sum = 0.0
-        for k in range(K):
-            E_sum += prod[k]
-        target = E_sum / sticks.alpha_denominator(hyper[0], n_d)
-        rho = kern.step_size(s_h, tau_h, kappa, t_h)
-        _sticks_step(nk, stick_order, u, v, pi, hyper, prod, target, D_total, rho, optimize, reorder)
-        t_h += 1
-    return scale, t_c, t_h
+                        acc[w, k] += weight * q[k]
+                        acc_k[k] += weight * q[k]
+                else:  # (B3)
+                    c = kern.keep_fraction(s_c, tau_c, kappa, t_c, weight)
+                    scale = kern.decay_scaled(nkw, nk, scale, 1.0 - c)
+                    g = (1.0 - c) * N / scale
+                    for k in range(K):
+                        nkw[w, k] += g * q[k]
+                        nk[k] += g * q[k]
+                    t_c += weight
+                for k in range(K):
+                    prod[k] = kern.absent(prod[k], q[k], weight)
+    return scale, t_c, n_touched
 
 
-# One pass in minibatches of M documents (see the module docstring). acc (W x K), acc_k (K) are zero
-# and mark (W) is -1 on entry and exit. Returns (scale, t_c, t_h).
+# One pass (B1)-(B6), (S1), (S3) over the documents in ``order``: in minibatches of ``minibatch``
+# documents, or (minibatch 0) word by word, which is minibatches of one document with (B3) token by
+# token. acc (W x K), acc_k (K) are zero and mark (W) is -1 on entry and exit (all may be empty when
+# minibatch is 0). Returns (scale, t_c, t_h).
 @numba.njit(cache=True, nogil=True)
-def _pass_minibatch(
-    doc_ptr,
-    word_ids,
-    counts,
-    doc_len,
-    order,
-    minibatch,
-    n_dk,
-    nkw,
-    nk,
-    scale,
-    acc,
-    acc_k,
-    mark,
-    touched,
-    stick_order,
-    u,
-    v,
-    pi,
-    hyper,
-    beta,
-    N,
-    D_total,
-    s_c,
-    tau_c,
-    s_d,
-    tau_d,
-    s_h,
-    tau_h,
-    kappa,
-    t_c,
-    t_h,
-    burn_in,
-    clumping,
-    optimize,
-    reorder,
-):
-    W, K = nkw.shape
-    Vbeta = W * beta
+def _pcsvb0_pass(
+    doc_ptr, word_ids, counts, doc_len, order, minibatch, n_dk, nkw, nk, scale, acc, acc_k, mark, touched,
+    stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa, t_c, t_h, burn_in,
+    clumping, optimize_alpha, optimize_gamma, reorder,
+):  # fmt: skip
+    K = nkw.shape[1]
     D = order.shape[0]
+    batch = minibatch > 0
+    M = minibatch if batch else 1
     q = np.empty(K, dtype=np.float64)
     api = np.empty(K, dtype=np.float64)
     prod = np.empty(K, dtype=np.float64)
     E_mean = np.empty(K, dtype=np.float64)
-    for lo in range(0, D, minibatch):
-        hi = min(lo + minibatch, D)
+    for lo in range(0, D, M):
+        hi = min(lo + M, D)
         for k in range(K):
             api[k] = hyper[0] * pi[k]
             E_mean[k] = 0.0
@@ -271,61 +195,28 @@ def _pass_minibatch(
                 continue
             tokens += n_d
             docs += 1
-            td = 0
-            for p in range(burn_in + 1):
-                final = p == burn_in
-                for k in range(K):
-                    prod[k] = 1.0
-                for i in range(doc_ptr[d], doc_ptr[d + 1]):
-                    w = word_ids[i]
-                    m = counts[i]
-                    reps = 1 if clumping else m
-                    weight = m if clumping else 1
-                    if final and mark[w] < 0:
-                        mark[w] = n_touched
-                        touched[n_touched] = w
-                        n_touched += 1
-                    for _r in range(reps):
-                        _responsibility(n_dk[d], api, nkw[w], nk, scale, beta, Vbeta, q)  # (B1)
-                        c = kern.keep_fraction(s_d, tau_d, kappa, td, weight)  # (B2)
-                        f = (1.0 - c) * n_d
-                        for k in range(K):
-                            n_dk[d, k] = c * n_dk[d, k] + f * q[k]
-                        td += weight
-                        if final:
-                            for k in range(K):
-                                acc[w, k] += weight * q[k]
-                                acc_k[k] += weight * q[k]
-                                keep = 1.0 - q[k]
-                                if weight != 1:
-                                    keep = keep**weight
-                                prod[k] *= keep
-                                if prod[k] < 1e-300:
-                                    prod[k] = 0.0
+            scale, t_c, n_touched = _document(
+                d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, api, q, prod, beta, N, s_c, tau_c, s_d,
+                tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched,
+            )  # fmt: skip
             for k in range(K):
-                e = 1.0 - prod[k]
+                e = 1.0 - prod[k]  # E_k
                 E_mean[k] += e
                 E_total += e
             psi_total += sticks.alpha_denominator(hyper[0], n_d)
         if docs == 0:
             continue
-        # (B3) with the minibatch's statistics: n <- (1 - rho) n + rho N/|M| sum q 1[w]
-        rho = kern.step_size(s_c, tau_c, kappa, t_c)
-        scale = kern.decay_scaled(nkw, nk, scale, rho)
-        f = rho * N / tokens / scale
-        for j in range(n_touched):
-            w = touched[j]
-            for k in range(K):
-                nkw[w, k] += f * acc[w, k]
-                acc[w, k] = 0.0
-            mark[w] = -1
+        if batch:  # (B3) with the minibatch's statistics: n <- (1 - rho) n + rho N/|M| sum q 1[w]
+            rho = kern.step_size(s_c, tau_c, kappa, t_c)
+            scale = kern.flush_minibatch(nkw, nk, scale, rho, N, tokens, acc, acc_k, mark, touched, n_touched)
+            t_c += 1
         for k in range(K):
-            nk[k] += f * acc_k[k]
-            acc_k[k] = 0.0
             E_mean[k] /= docs
-        t_c += 1
         rho = kern.step_size(s_h, tau_h, kappa, t_h)
-        _sticks_step(nk, stick_order, u, v, pi, hyper, E_mean, E_total / psi_total, D_total, rho, optimize, reorder)
+        _sticks_step(
+            nk, stick_order, u, v, pi, hyper, E_mean, E_total / psi_total, D_total, rho, optimize_alpha,
+            optimize_gamma, reorder,
+        )  # fmt: skip
         t_h += 1
     return scale, t_c, t_h
 
@@ -338,11 +229,9 @@ class HdpPcsvb0(CollapsedHdpModel):
     """Practical collapsed stochastic variational Bayes (CVB0) for the HDP; see the module docstring."""
 
     name = "hdp-pcsvb0"
+    step_unit = "pass"
     defaults = {
-        "K": 200,
-        "beta": 0.01,
-        "alpha": 1.0,
-        "gamma": 1.0,
+        **HDP_DEFAULTS,
         "s_c": 10.0,
         "tau_c": 1000.0,
         "s_d": 1.0,
@@ -351,161 +240,72 @@ class HdpPcsvb0(CollapsedHdpModel):
         "tau_h": 100.0,
         "kappa": 0.9,
         "minibatch": 0,
-        "clumping": False,
         "burn_in": 0,
-        "optimize_hyper": True,
-        "reorder": True,
-        "init": "sequential",
     }
-    _arrays = ("n_dk", "nkw", "nk", "u", "v", "pi", "order")
-    _scalars = {"scale": float, "t_c": int, "t_h": int, "alpha": float, "gamma": float, "gbar": float}
+    aliases = HDP_ALIASES
+    state_arrays = ("n_dk", "nkw", "nk", "u", "v", "pi", "order")
+    state_scalars = {"scale": float, "t_c": int, "t_h": int, "alpha": float, "gamma": float, "gbar": float}
+    lazy_table = ("nkw", "nk", "n_kw")
 
-    def _check_options(self, o):
-        check_K(o)
-        check_positive(o, "beta", "alpha", "gamma", "s_c", "s_d", "s_h")
-        for name in ("tau_c", "tau_d", "tau_h"):
-            if not (o[name] >= 0):
-                from ...errors import InputError
-
-                raise InputError(f"option {name}={o[name]!r}: must be >= 0")
-        check_kappa(o)
-        check_at_least(o, "minibatch", 0)
-        check_at_least(o, "burn_in", 0)
-        check_init(o)
-
-    def _allocate(self):
+    def allocate(self):
+        super().allocate()
         K, W, D = self.K, self.W, self.D
         self.n_dk = np.zeros((D, K), dtype=np.float64)
         self.nkw = np.zeros((W, K), dtype=np.float64)  # n_kw / scale, word-major
         self.nk = np.zeros(K, dtype=np.float64)  # n_k / scale
-        self.u = np.ones(K, dtype=np.float64)
-        self.v = np.ones(K, dtype=np.float64)
-        self.pi = np.full(K, 1.0 / K)
-        self.order = np.arange(K, dtype=np.int64)
+        self._allocate_sticks()
         self.scale = 1.0
         self.t_c = 0
         self.t_h = 0
-        self.alpha = float(self.opts["alpha"])
-        self.gamma = float(self.opts["gamma"])
         self.gbar = self.gamma
-        if self.opts["minibatch"] > 0:
-            self._acc = np.zeros((W, K), dtype=np.float64)
-            self._acc_k = np.zeros(K, dtype=np.float64)
-            self._mark = np.full(W, -1, dtype=np.int64)
-            self._touched = np.zeros(W, dtype=np.int64)
+        rows = W if self.opts["minibatch"] > 0 else 0  # the minibatch statistics
+        self._acc = np.zeros((rows, K), dtype=np.float64)
+        self._acc_k = np.zeros(K, dtype=np.float64)
+        self._mark = np.full(rows, -1, dtype=np.int64)
+        self._touched = np.zeros(rows, dtype=np.int64)
 
-    def _initialise(self):
-        E_sum = np.zeros(self.K)
+    def initialise(self):
         no_q = np.zeros((0, self.K), dtype=np.float32)
-        if self.opts["init"] == "sequential":
-            sticks.stick_v(self.order, self.u, self.gbar, self.v)
-            sticks.stick_weights(self.order, self.u, self.v, self.pi)  # the prior's mean GEM(gamma)
-            kern.sequential_init(
-                self.doc_ptr,
-                self.word_ids,
-                self.counts,
-                self.alpha * self.pi,
-                np.float64(self.opts["beta"]),
-                self.rng,
-                0,
-                self.n_dk,
-                self.nkw,
-                self.nk,
-                no_q,
-                E_sum,
-            )
-        else:
-            kern.soft_init(
-                self.doc_ptr, self.word_ids, self.counts, self.rng, 0, self.n_dk, self.nkw, self.nk, no_q, E_sum
-            )
-        if self.opts["reorder"]:
-            sticks.order_by_size(self.nk, self.order)
-        self.u[:] = 1.0 + E_sum
-        sticks.stick_v(self.order, self.u, self.gbar, self.v)
-        sticks.stick_weights(self.order, self.u, self.v, self.pi)
+        self._start(self.doc_ptr, self.word_ids, self.counts, self.n_dk, self.nkw, self.nk, no_q)
 
     def step(self):
         """One pass over the corpus in random order (word by word, or in minibatches)."""
         o = self.opts
-        order = self._epoch_order()
         hyper = np.array([self.alpha, self.gamma, self.gbar])
-        common = (
-            np.float64(o["beta"]),
-            np.float64(self.N),
-            np.float64(self.D),
-            np.float64(o["s_c"]),
-            np.float64(o["tau_c"]),
-            np.float64(o["s_d"]),
-            np.float64(o["tau_d"]),
-            np.float64(o["s_h"]),
-            np.float64(o["tau_h"]),
-            np.float64(o["kappa"]),
-            np.int64(self.t_c),
-            np.int64(self.t_h),
-            np.int64(o["burn_in"]),
-            bool(o["clumping"]),
-            bool(o["optimize_hyper"]),
-            bool(o["reorder"]),
+        self.scale, self.t_c, self.t_h = _pcsvb0_pass(
+            self.doc_ptr,
+            self.word_ids,
+            self.counts,
+            self.doc_len,
+            self._epoch_order(),
+            o["minibatch"],
+            self.n_dk,
+            self.nkw,
+            self.nk,
+            self.scale,
+            self._acc,
+            self._acc_k,
+            self._mark,
+            self._touched,
+            self.order,
+            self.u,
+            self.v,
+            self.pi,
+            hyper,
+            float(o["beta"]),
+            float(self.N),
+            float(self.D),
+            *(float(o[k]) for k in ("s_c", "tau_c", "s_d", "tau_d", "s_h", "tau_h", "kappa")),
+            self.t_c,
+            self.t_h,
+            *(o[k] for k in ("burn_in", "clumping", "optimize_alpha", "optimize_gamma", "reorder")),
         )
-        if o["minibatch"] == 0:
-            self.scale, self.t_c, self.t_h = _pass_wordwise(
-                self.doc_ptr,
-                self.word_ids,
-                self.counts,
-                self.doc_len,
-                order,
-                self.n_dk,
-                self.nkw,
-                self.nk,
-                np.float64(self.scale),
-                self.order,
-                self.u,
-                self.v,
-                self.pi,
-                hyper,
-                *common,
-            )
-        else:
-            self.scale, self.t_c, self.t_h = _pass_minibatch(
-                self.doc_ptr,
-                self.word_ids,
-                self.counts,
-                self.doc_len,
-                order,
-                np.int64(o["minibatch"]),
-                self.n_dk,
-                self.nkw,
-                self.nk,
-                np.float64(self.scale),
-                self._acc,
-                self._acc_k,
-                self._mark,
-                self._touched,
-                self.order,
-                self.u,
-                self.v,
-                self.pi,
-                hyper,
-                *common,
-            )
         self.alpha, self.gamma, self.gbar = (float(x) for x in hyper)
-        self.epoch += 1
-        self.documents_seen += self.D
-        w = self.nk / self.nk.sum()
-        return {
-            "epoch": self.epoch,
-            "documents_seen": self.documents_seen,
-            "alpha": self.alpha,
-            "gamma": self.gamma,
-            "topics_above_1pct": int((w > 0.01).sum()),
-            "effective_topics": effective_topics(w),
-            "rho_c": float(kern.step_size(o["s_c"], o["tau_c"], o["kappa"], max(self.t_c - 1, 0))),
-            "rho_h": float(kern.step_size(o["s_h"], o["tau_h"], o["kappa"], max(self.t_h - 1, 0))),
-        }
-
-    def check_invariants(self):
-        """The topic totals equal the sums of the (lazily decayed) topic-word table."""
-        self._check_table(self.nkw, self.nk, "n_kw")
+        self.iteration += 1
+        return self._metrics(
+            rho_c=float(kern.step_size(o["s_c"], o["tau_c"], o["kappa"], max(self.t_c - 1, 0))),
+            rho_h=float(kern.step_size(o["s_h"], o["tau_h"], o["kappa"], max(self.t_h - 1, 0))),
+        )
 
     # -- estimates -----------------------------------------------------------------------
 

@@ -24,8 +24,9 @@ One iteration (``step()``):
   converges at the rate of the unused sticks' share, ~0.9, and lags the counts: on
   the movie reviews, from gamma = 1, 3.6 after 30 sweeps against 5.7 solved, and
   held-out perplexity 4,293 against 4,281); then (S1) with the v of the solved gamma.
-  ``optimize_hyper=false`` keeps alpha and gamma at their options' values. (S1)-(S4)
-  are in ``sticks``.
+  ``optimize_gamma=false`` keeps gamma and ``optimize_alpha=false`` alpha at their
+  options' values (``optimize_hyper`` before the rename set both). (S1)-(S4) are in
+  ``sticks``. One step visits every token once (step_unit "sweep").
 
 Implementation notes.
 - q(z_di) of every token is stored (single precision: N x T x 4 bytes, the memory
@@ -50,8 +51,8 @@ import numba
 import numpy as np
 
 from . import kernels as kern
-from . import sticks as sticks
-from .common import CollapsedHdpModel, check_init, check_K, check_positive, effective_topics
+from . import sticks
+from .common import HDP_DEFAULTS, CollapsedHdpModel
 
 # (S3) and (S4) are equations in gamma and alpha: each is iterated to this relative change.
 FIXED_POINT_TOL = 1e-10
@@ -94,12 +95,7 @@ def _pcvb0_sweep(unit_ptr, unit_words, unit_counts, q, n_dk, n_wk, n_k, alpha_pi
                 n_dk[d, k] += diff
                 n_wk[w, k] += diff
                 n_k[k] += diff
-                keep = 1.0 - np.float64(qn)
-                if m != 1:
-                    keep = keep**m
-                prod[k] *= keep
-                if prod[k] < 1e-300:
-                    prod[k] = 0.0
+                prod[k] = kern.absent(prod[k], np.float64(qn), m)
         for k in range(K):  # (P2)
             e = 1.0 - prod[k]
             E_sum[k] += e
@@ -115,25 +111,13 @@ class HdpPcvb0(CollapsedHdpModel):
     """Batch practical collapsed variational Bayes (CVB0) for the HDP; see the module docstring."""
 
     name = "hdp-pcvb0"
-    defaults = {
-        "K": 200,
-        "beta": 0.01,
-        "alpha": 1.0,
-        "gamma": 1.0,
-        "optimize_hyper": True,
-        "reorder": True,
-        "clumping": False,
-        "init": "sequential",
-    }
-    _arrays = ("q", "n_dk", "n_wk", "n_k", "u", "v", "pi", "order")
-    _scalars = {"alpha": float, "gamma": float}
+    step_unit = "sweep"
+    defaults = HDP_DEFAULTS
+    state_arrays = ("q", "n_dk", "n_wk", "n_k", "u", "v", "pi", "order")
+    state_scalars = {"alpha": float, "gamma": float}
 
-    def _check_options(self, o):
-        check_K(o)
-        check_positive(o, "beta", "alpha", "gamma")
-        check_init(o)
-
-    def _allocate(self):
+    def allocate(self):
+        super().allocate()
         K, W, D = self.K, self.W, self.D
         if self.opts["clumping"]:
             self.unit_ptr, self.unit_words, self.unit_counts = self.doc_ptr, self.word_ids, self.counts
@@ -144,47 +128,10 @@ class HdpPcvb0(CollapsedHdpModel):
         self.n_dk = np.zeros((D, K), dtype=np.float64)
         self.n_wk = np.zeros((W, K), dtype=np.float64)
         self.n_k = np.zeros(K, dtype=np.float64)
-        self.u = np.ones(K, dtype=np.float64)
-        self.v = np.ones(K, dtype=np.float64)
-        self.pi = np.full(K, 1.0 / K)
-        self.order = np.arange(K, dtype=np.int64)
-        self.alpha = float(self.opts["alpha"])
-        self.gamma = float(self.opts["gamma"])
+        self._allocate_sticks()
 
-    def _initialise(self):
-        E_sum = np.zeros(self.K)
-        if self.opts["init"] == "sequential":
-            sticks.stick_v(self.order, self.u, self.gamma, self.v)
-            sticks.stick_weights(self.order, self.u, self.v, self.pi)  # the prior's mean GEM(gamma)
-            kern.sequential_init(
-                self.unit_ptr,
-                self.unit_words,
-                self.unit_counts,
-                self.alpha * self.pi,
-                np.float64(self.opts["beta"]),
-                self.rng,
-                0,
-                self.n_dk,
-                self.n_wk,
-                self.n_k,
-                self.q,
-                E_sum,
-            )
-            kern.counts_from_q(self.unit_ptr, self.unit_words, self.unit_counts, self.q, self.n_dk, self.n_wk, self.n_k)
-        else:
-            kern.soft_init(
-                self.unit_ptr,
-                self.unit_words,
-                self.unit_counts,
-                self.rng,
-                0,
-                self.n_dk,
-                self.n_wk,
-                self.n_k,
-                self.q,
-                E_sum,
-            )
-        self._update_sticks(E_sum, None)
+    def initialise(self):
+        self._start(self.unit_ptr, self.unit_words, self.unit_counts, self.n_dk, self.n_wk, self.n_k, self.q)
 
     def check_invariants(self):
         """The count tables equal the sums of the stored q (up to rounding)."""
@@ -194,22 +141,9 @@ class HdpPcvb0(CollapsedHdpModel):
             if not np.allclose(a, b, rtol=1e-6, atol=1e-6 * self.N):
                 raise AssertionError(f"hdp-pcvb0: {name} differs from the sums of q by {np.abs(a - b).max():g}")
 
-    def _update_sticks(self, E_sum, E_total):
-        """Re-order, then (S2)-(S3) and (S4) solved, then (S1); E_total None: (S2) and (S1) only."""
-        if self.opts["reorder"]:
-            sticks.order_by_size(self.n_k, self.order)
-        self.u[:] = 1.0 + E_sum  # (S2): u
-        if E_total is not None and self.opts["optimize_hyper"]:
-            self.gamma = float(sticks.gamma_solve(self.order, self.u, self.gamma, FIXED_POINT_ITERS, FIXED_POINT_TOL))
-            self.alpha = float(
-                sticks.alpha_solve(self.doc_len, E_total, self.alpha, FIXED_POINT_ITERS, FIXED_POINT_TOL)
-            )
-        sticks.stick_v(self.order, self.u, self.gamma, self.v)  # (S2): v
-        sticks.stick_weights(self.order, self.u, self.v, self.pi)  # (S1)
-
     def step(self):
-        """One batch iteration: (P1)-(P2) over every token, then the sticks and hyper-parameters."""
-        alpha_pi = self.alpha * self.pi
+        """One batch iteration: (P1)-(P2) over every token, then re-order, (S2)-(S3) and (S4) solved, (S1)."""
+        o = self.opts
         E_sum = np.zeros(self.K)
         E_total = _pcvb0_sweep(
             self.unit_ptr,
@@ -219,22 +153,20 @@ class HdpPcvb0(CollapsedHdpModel):
             self.n_dk,
             self.n_wk,
             self.n_k,
-            alpha_pi,
-            np.float64(self.opts["beta"]),
+            self.alpha * self.pi,
+            float(o["beta"]),
             E_sum,
         )
-        self._update_sticks(E_sum, E_total)
-        self.epoch += 1
-        self.documents_seen += self.D
-        w = self.n_k / self.n_k.sum()
-        return {
-            "epoch": self.epoch,
-            "documents_seen": self.documents_seen,
-            "alpha": self.alpha,
-            "gamma": self.gamma,
-            "topics_above_1pct": int((w > 0.01).sum()),
-            "effective_topics": effective_topics(w),
-        }
+        self._reorder()
+        self.u[:] = 1.0 + E_sum  # (S2): u
+        solve = (FIXED_POINT_ITERS, FIXED_POINT_TOL)
+        if o["optimize_gamma"]:
+            self.gamma = float(sticks.gamma_solve(self.order, self.u, self.gamma, *solve))
+        if o["optimize_alpha"]:
+            self.alpha = float(sticks.alpha_solve(self.doc_len, E_total, self.alpha, *solve))
+        self._stick_weights(self.gamma)
+        self.iteration += 1
+        return self._metrics()
 
     # -- estimates -----------------------------------------------------------------------
 

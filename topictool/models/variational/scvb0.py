@@ -9,7 +9,7 @@ per document), N^Phi (W x K, topic-word) and N^Z (K, topic totals). For a miniba
 M of documents (|M| = its number of tokens):
 
   for each document j in M, ``burn_in`` passes and then a final pass over its tokens:
-    gamma_ijk ∝ (N^Phi_{w_ij k} + eta) (N^Theta_jk + alpha) / (N^Z_k + W eta)            (F1)
+    gamma_ijk ∝ (N^Phi_{w_ij k} + beta) (N^Theta_jk + alpha) / (N^Z_k + W beta)          (F1)
     N^Theta_j <- (1 - rho^Theta_t) N^Theta_j + rho^Theta_t C_j gamma_ij                   (F2)
     (final pass only) Nhat^Phi_{w_ij} += C / |M| gamma_ij,   Nhat^Z += C / |M| gamma_ij
   then
@@ -25,7 +25,7 @@ Implementation notes.
 - N^Phi and N^Z are one lazily decayed table (``kernels``: scale * A), so (F3)-(F4)
   cost O(K x distinct words of the minibatch), not O(K W); Nhat^Phi is accumulated
   in a dense scratch table whose touched rows are cleared after each minibatch.
-- N^Phi, N^Z are fixed during a minibatch (as in the paper), so 1 / (N^Z + W eta) is
+- N^Phi, N^Z are fixed during a minibatch (as in the paper), so 1 / (N^Z + W beta) is
   computed once per minibatch.
 - N^Theta_j is kept for every document (D x K) and carried from pass to pass.
 - ``clumping``: one update per distinct word of a document, scaled by its count m
@@ -36,15 +36,16 @@ Implementation notes.
   copies of a word together); the documents of each pass in random order.
 - Start: every distinct word of every document gets a random soft assignment
   (normalised uniforms), and the three count tables are their sums.
-- One ``step()`` is one pass over the corpus in minibatches of ``minibatch`` documents.
+- One ``step()`` is one pass over the corpus in minibatches of ``minibatch`` documents
+  (step_unit "pass"; t counts the minibatches of the whole run).
 """
 
 import numba
 import numpy as np
 
-from ...snapshot import Snapshot
+from ..base import POSITIVE_INT
 from . import kernels as kern
-from .common import VariationalModel, check_at_least, check_K, check_kappa, check_positive
+from .common import VariationalModel
 
 # ----------------------------------------------------------------------------
 # kernels
@@ -70,7 +71,7 @@ def _scvb0_pass(
     mark,
     touched,
     alpha,
-    eta,
+    beta,
     C,
     s_phi,
     tau_phi,
@@ -88,7 +89,7 @@ def _scvb0_pass(
     for lo in range(0, D, minibatch):
         hi = min(lo + minibatch, D)
         for k in range(K):
-            inv_nz[k] = 1.0 / (scale * n_z[k] + W * eta)
+            inv_nz[k] = 1.0 / (scale * n_z[k] + W * beta)
         n_touched = 0
         tokens = 0
         for b in range(lo, hi):
@@ -103,14 +104,12 @@ def _scvb0_pass(
                     m = counts[i]
                     reps = 1 if clumping else m
                     weight = m if clumping else 1
-                    if final and mark[w] < 0:
-                        mark[w] = n_touched
-                        touched[n_touched] = w
-                        n_touched += 1
+                    if final:
+                        n_touched = kern.touch(mark, touched, n_touched, w)
                     for _r in range(reps):
                         total = 0.0
                         for k in range(K):  # (F1)
-                            x = (scale * phi_wk[w, k] + eta) * inv_nz[k] * (n_theta[d, k] + alpha)
+                            x = (scale * phi_wk[w, k] + beta) * inv_nz[k] * (n_theta[d, k] + alpha)
                             gam[k] = x
                             total += x
                         inv = 1.0 / total
@@ -126,18 +125,7 @@ def _scvb0_pass(
                                 acc_z[k] += g * gam[k]
         # (F3)-(F4): N <- (1 - rho) N + rho C/|M| sum gamma
         rho = kern.step_size(s_phi, tau_phi, kappa, t)
-        scale = kern.decay_scaled(phi_wk, n_z, scale, rho)
-        if tokens > 0:
-            f = rho * C / tokens / scale
-            for j in range(n_touched):
-                w = touched[j]
-                for k in range(K):
-                    phi_wk[w, k] += f * acc[w, k]
-                    acc[w, k] = 0.0
-                mark[w] = -1
-            for k in range(K):
-                n_z[k] += f * acc_z[k]
-                acc_z[k] = 0.0
+        scale = kern.flush_minibatch(phi_wk, n_z, scale, rho, C, tokens, acc, acc_z, mark, touched, n_touched)
         t += 1
     return scale, t
 
@@ -150,10 +138,11 @@ class LdaScvb0(VariationalModel):
     """Stochastic collapsed variational Bayes (CVB0) for LDA; see the module docstring."""
 
     name = "lda-scvb0"
+    step_unit = "pass"
     defaults = {
         "K": 100,
         "alpha": 0.1,
-        "eta": 0.01,
+        "beta": 0.01,
         "minibatch": 100,
         "burn_in": 1,
         "clumping": False,
@@ -163,22 +152,14 @@ class LdaScvb0(VariationalModel):
         "tau_theta": 10.0,
         "kappa": 0.9,
     }
-    _arrays = ("n_theta", "phi_wk", "n_z")
-    _scalars = {"scale": float, "t": int}
+    limits = {**VariationalModel.limits, "minibatch": POSITIVE_INT}
+    aliases = {"eta": "beta"}
+    state_arrays = ("n_theta", "phi_wk", "n_z")
+    state_scalars = {"scale": float, "t": int}
+    lazy_table = ("phi_wk", "n_z", "N^Phi")
 
-    def _check_options(self, o):
-        check_K(o)
-        check_positive(o, "alpha", "eta", "s_phi", "s_theta")
-        for name in ("tau_phi", "tau_theta"):
-            if not (o[name] >= 0):
-                from ...errors import InputError
-
-                raise InputError(f"option {name}={o[name]!r}: must be >= 0")
-        check_kappa(o)
-        check_at_least(o, "minibatch", 1)
-        check_at_least(o, "burn_in", 0)
-
-    def _allocate(self):
+    def allocate(self):
+        super().allocate()
         K, W, D = self.K, self.W, self.D
         self.n_theta = np.zeros((D, K), dtype=np.float64)  # N^Theta
         self.phi_wk = np.zeros((W, K), dtype=np.float64)  # N^Phi / scale
@@ -190,88 +171,54 @@ class LdaScvb0(VariationalModel):
         self._mark = np.full(W, -1, dtype=np.int64)
         self._touched = np.zeros(W, dtype=np.int64)
 
-    def _initialise(self):
-        kern.soft_init(
-            self.doc_ptr,
-            self.word_ids,
-            self.counts,
-            self.rng,
-            0,
-            self.n_theta,
-            self.phi_wk,
-            self.n_z,
-            np.zeros((0, self.K), dtype=np.float32),
-            np.zeros(0),
-        )
+    def initialise(self):
+        no_q, no_E = np.zeros((0, self.K), dtype=np.float32), np.zeros(0)
+        tables = (self.n_theta, self.phi_wk, self.n_z)
+        kern.soft_init(self.doc_ptr, self.word_ids, self.counts, self.rng, 0, *tables, no_q, no_E)
 
     def step(self):
         """One pass over the corpus in random order, in minibatches of ``minibatch`` documents."""
         o = self.opts
-        order = self._epoch_order()
         self.scale, self.t = _scvb0_pass(
             self.doc_ptr,
             self.word_ids,
             self.counts,
             self.doc_len,
-            order,
-            np.int64(o["minibatch"]),
+            self._epoch_order(),
+            o["minibatch"],
             self.n_theta,
             self.phi_wk,
             self.n_z,
-            np.float64(self.scale),
+            self.scale,
             self._acc,
             self._acc_z,
             self._mark,
             self._touched,
-            np.float64(o["alpha"]),
-            np.float64(o["eta"]),
-            np.float64(self.N),
-            np.float64(o["s_phi"]),
-            np.float64(o["tau_phi"]),
-            np.float64(o["s_theta"]),
-            np.float64(o["tau_theta"]),
-            np.float64(o["kappa"]),
-            np.int64(self.t),
-            np.int64(o["burn_in"]),
-            bool(o["clumping"]),
+            *(float(o[k]) for k in ("alpha", "beta")),
+            float(self.N),
+            *(float(o[k]) for k in ("s_phi", "tau_phi", "s_theta", "tau_theta", "kappa")),
+            self.t,
+            o["burn_in"],
+            o["clumping"],
         )
-        self.epoch += 1
-        self.documents_seen += self.D
-        return {
-            "epoch": self.epoch,
-            "documents_seen": self.documents_seen,
-            "minibatches": int(self.t),
-            "rho_phi": float(kern.step_size(o["s_phi"], o["tau_phi"], o["kappa"], self.t - 1)),
-        }
-
-    def check_invariants(self):
-        """The topic totals equal the sums of the (lazily decayed) topic-word table."""
-        self._check_table(self.phi_wk, self.n_z, "N^Phi")
+        self.iteration += 1
+        rho_phi = kern.step_size(o["s_phi"], o["tau_phi"], o["kappa"], self.t - 1)
+        return self._metrics(minibatches=self.t, rho_phi=float(rho_phi))
 
     # -- estimates -----------------------------------------------------------------------
 
     def topic_word(self):
-        """(N^Phi + eta) / (N^Z + W eta), as (K, W)."""
-        eta = self.opts["eta"]
-        phi = (self.scale * self.phi_wk + eta) / (self.scale * self.n_z + self.W * eta)
+        """(N^Phi + beta) / (N^Z + W beta), as (K, W)."""
+        beta = self.opts["beta"]
+        phi = (self.scale * self.phi_wk + beta) / (self.scale * self.n_z + self.W * beta)
         return np.ascontiguousarray(phi.T)
 
-    def snapshot(self):
-        phi = self.topic_word()
-        phi /= phi.sum(axis=1, keepdims=True)
-        return Snapshot(
-            phi=phi,
-            alpha=np.full(self.K, self.opts["alpha"]),
-            topic_weight=self.n_z / self.n_z.sum(),
-            vocab=self.corpus.vocab,
-            meta=self._meta(minibatches=int(self.t)),
-        )
+    def topic_totals(self):
+        return self.n_z
 
-    def log_likelihood(self):
-        """Training log-likelihood of theta_j = (N^Theta_j + alpha) / (C_j + K alpha), phi as in the snapshot."""
-        phi_wk = np.ascontiguousarray(self.topic_word().T)
-        return float(
-            kern.point_log_likelihood(
-                self.doc_ptr, self.word_ids, self.counts, self.n_theta, np.full(self.K, self.opts["alpha"]), phi_wk
-            )
-        )
+    def _prior(self):
+        return np.full(self.K, self.opts["alpha"])
+
+    def doc_topics(self):
+        """N^Theta: the expected topic counts of every training document (D x K)."""
+        return self.n_theta.copy()

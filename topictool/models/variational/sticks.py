@@ -40,6 +40,17 @@ HYPER_MIN = 1e-6
 HYPER_MAX = 1e6
 
 
+# One step x <- numerator / s of the fixed points (S3) and (S4), kept in [HYPER_MIN, HYPER_MAX]:
+# (new x, whether its relative change is <= tol); a sum s that is not positive and finite leaves x
+# as it is (and ends the iteration).
+@numba.njit(cache=True, nogil=True)
+def _fixed_point_step(numerator, s, x, tol):
+    if not (s > 0.0) or not np.isfinite(s):
+        return x, True
+    new = min(max(numerator / s, HYPER_MIN), HYPER_MAX)
+    return new, abs(new - x) <= tol * x
+
+
 # order = topics by decreasing size (stable: ties keep their current order).
 @numba.njit(cache=True, nogil=True)
 def order_by_size(size, order):
@@ -89,9 +100,7 @@ def gamma_update(order, u, v, gamma):
     for p in range(T - 1):
         k = order[p]
         s += digamma(u[k] + v[k]) - digamma(v[k])
-    if not (s > 0.0) or not np.isfinite(s):
-        return gamma
-    return min(max((T - 1) / s, HYPER_MIN), HYPER_MAX)
+    return _fixed_point_step(T - 1, s, gamma, 0.0)[0]
 
 
 # (S2)-(S3) solved together for gamma (batch form): v_k = gamma + tail_k with tail_k = sum_{l after k}
@@ -112,11 +121,7 @@ def gamma_solve(order, u, gamma, max_iter, tol):
         for p in range(T - 1):
             k = order[p]
             s += digamma(u[k] + gamma + tail[p]) - digamma(gamma + tail[p])
-        if not (s > 0.0) or not np.isfinite(s):
-            return gamma
-        new = min(max((T - 1) / s, HYPER_MIN), HYPER_MAX)
-        done = abs(new - gamma) <= tol * gamma
-        gamma = new
+        gamma, done = _fixed_point_step(T - 1, s, gamma, tol)
         if done:
             break
     return gamma
@@ -133,11 +138,7 @@ def alpha_solve(doc_len, E_total, alpha, max_iter, tol):
         for d in range(doc_len.shape[0]):
             if doc_len[d] > 0:
                 s += digamma_diff(alpha, doc_len[d])
-        if not (s > 0.0) or not np.isfinite(s):
-            return alpha
-        new = min(max(E_total / s, HYPER_MIN), HYPER_MAX)
-        done = abs(new - alpha) <= tol * alpha
-        alpha = new
+        alpha, done = _fixed_point_step(E_total, s, alpha, tol)
         if done:
             break
     return alpha

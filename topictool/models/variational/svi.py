@@ -3,19 +3,20 @@
 the code follows Hoffman's onlineldavb.py).
 
 Symbols (the paper's): K topics, W words, D documents; alpha the symmetric
-Dirichlet prior on theta_d; eta the prior on each topic's words; lambda (K x W) the
+Dirichlet prior on theta_d; beta the prior on each topic's words (the paper's eta;
+option ``eta`` before the rename); lambda (K x W) the
 variational Dirichlet parameters of the topics ("lambda" here and in the paper;
 scikit-learn's ``components_``); gamma_d (K) the document's variational Dirichlet;
 phi_dwk the word's topic responsibilities. For a minibatch M of documents:
 
   local step, for each d in M, to convergence (mean |change of gamma_d| < local_tol)
-  or max_local_iters:
+  or local_iterations:
     phi_dwk ∝ exp{E[log theta_dk] + E[log beta_kw]}                                   (L1)
             = exp{Psi(gamma_dk) - Psi(sum_k gamma_dk) + Psi(lambda_kw) - Psi(sum_w lambda_kw)}
     gamma_dk = alpha + sum_w n_dw phi_dwk                                                (L2)
   global step:
-    lambda_hat_kw = eta + D / |M| sum_{d in M} n_dw phi_dwk                               (G1)
-    lambda <- (1 - rho_t) lambda + rho_t lambda_hat,   rho_t = (tau0 + t)^-kappa             (G2)
+    lambda_hat_kw = beta + D / |M| sum_{d in M} n_dw phi_dwk                              (G1)
+    lambda <- (1 - rho_t) lambda + rho_t lambda_hat,   rho_t = (tau + t)^-kappa              (G2)
 
 Implementation notes.
 - Updates go per distinct word of a document with its count n_dw, not per token.
@@ -23,9 +24,9 @@ Implementation notes.
   (digamma values precomputed per minibatch), and exp{E[log theta_dk]} once per
   local iteration; the common factor exp{-Psi(sum_k gamma_dk)} cancels in (L1)-(L2)
   and is left out.
-- lambda - eta is a lazily decayed table (``kernels``: scale * A), so (G2) costs
+- lambda - beta is a lazily decayed table (``kernels``: scale * A), so (G2) costs
   O(K x words of the minibatch), not O(K W).
-- lambda starts as eta + Gamma(100, 1/100) draws, as in onlineldavb. In the first
+- lambda starts as beta + Gamma(100, 1/100) draws, as in onlineldavb. In the first
   ``cold_passes`` passes every local step starts gamma_d from fresh Gamma(100, 1/100)
   draws, as in the paper; later passes start it from the document's gamma_d of the
   previous pass (warm start), which needs about a third of the local iterations.
@@ -37,24 +38,30 @@ Implementation notes.
   width; the responsibilities need no more), each word's row scaled to a maximum of 1
   (a per-word factor cancels in (L1)-(L2)); gamma, the sufficient statistics and
   lambda are double precision.
-- Default tau0 = 2: with tau0 = 1 the first step has rho_0 = 1 and the first
+- Default tau = 2 (option ``tau0`` before the rename): with tau = 1 the first step has rho_0 = 1 and the first
   minibatch's statistics replace lambda outright; rho_0 = 2^-0.7 keeps part of the
   flat initialisation as smoothing (movie reviews, K = 100, 10 passes, 3 seeds, warm
-  starts from pass 2: mean held-out perplexity 4,172 against 4,318 with tau0 = 1;
-  4,204 with tau0 = 4; 4,473 with tau0 = 64). scikit-learn's online LDA starts its
-  update count at 1, which is tau0 = learning_offset + 1.
+  starts from pass 2: mean held-out perplexity 4,172 against 4,318 with tau = 1;
+  4,204 with tau = 4; 4,473 with tau = 64). scikit-learn's online LDA starts its
+  update count at 1, which is tau = learning_offset + 1.
 - One ``step()`` is one pass over the corpus in random order, in minibatches of
-  ``minibatch`` documents (t counts minibatches over the whole run).
+  ``minibatch`` documents (step_unit "pass"; t counts minibatches over the whole run).
+- No fastmath anywhere: with it, LLVM reassociated the local step's single-precision sums
+  (vectorised with the CPU target's width, and differently in a fresh compilation than in
+  numba's cached copy), so the same seed gave other models on a cold cache, a warm cache
+  and NUMBA_CPU_NAME=generic. Every sum now runs in one fixed order: the normaliser over
+  topics for all words at once (vectorised across words), gamma's sums over words for all
+  topics at once (vectorised across topics). That costs ~1.2-1.3x in tokens/s against
+  fastmath (ch corpus, K = 10 and 100); plain loops without fastmath cost ~1.9x.
 """
 
 import numba
 import numpy as np
 
-from ...errors import InputError
 from ...kernels.rng import gamma as gamma_draw
-from ...snapshot import Snapshot
+from ..base import POSITIVE_INT
 from . import kernels as kern
-from .common import VariationalModel, check_at_least, check_K, check_kappa, check_positive
+from .common import VariationalModel
 
 # ----------------------------------------------------------------------------
 # kernels
@@ -68,12 +75,24 @@ def _random_gamma_rows(gamma_dk, rng, row):
             gamma_dk[d, k] = gamma_draw(rng, row, 100.0) / 100.0
 
 
+# phinorm_i = 1e-30 + sum_k et_k eb_kw_i, the normaliser of (L1) for every word of the document, the
+# topics summed in order (k outer: vectorised across the words, no reassociation).
+@numba.njit(cache=True, nogil=True)
+def _normalisers(et, ebT, phinorm):
+    for i in range(phinorm.shape[0]):
+        phinorm[i] = np.float32(1e-30)
+    for k in range(et.shape[0]):
+        e = et[k]
+        for i in range(phinorm.shape[0]):
+            phinorm[i] += e * ebT[k, i]
+
+
 # Local step (L1)-(L2) for one document; adds n_dw phi_dwk into sstats[local word].
 # eb[j, k] = exp{E[log beta_kw]} for local word j, and ebT[k, i] = eb[loc[i], k] for the document's
-# i-th word (topic-major, so that both sums of an iteration run over contiguous memory); returns
-# the number of iterations.
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def _local_step(loc, cnt, ebT, eb, g, alpha, max_iters, tol, sstats, et, phinorm, r):
+# i-th word (topic-major, for the normalisers); s (K, float32) is scratch. Returns the number of
+# iterations. Every sum has one fixed order (no fastmath): results do not depend on the CPU target.
+@numba.njit(cache=True, nogil=True)
+def _local_step(loc, cnt, ebT, eb, g, alpha, max_iters, tol, sstats, et, s, phinorm, r):
     K = g.shape[0]
     n = loc.shape[0]
     for k in range(K):
@@ -81,22 +100,21 @@ def _local_step(loc, cnt, ebT, eb, g, alpha, max_iters, tol, sstats, et, phinorm
     it = 0
     while it < max_iters:
         it += 1
-        # phi_dwk ∝ et_k eb_kw (L1): normaliser sum_k et_k eb_kw for every word
-        for i in range(n):
-            phinorm[i] = np.float32(1e-30)
-        for k in range(K):
-            e = et[k]
-            for i in range(n):
-                phinorm[i] += e * ebT[k, i]
+        # phi_dwk ∝ et_k eb_kw (L1)
+        _normalisers(et, ebT, phinorm)
         for i in range(n):
             r[i] = cnt[i] / phinorm[i]
-        # gamma_dk = alpha + et_k sum_w n_dw eb_kw / normaliser_w (L2)
+        # gamma_dk = alpha + et_k sum_w n_dw eb_kw / normaliser_w (L2): words in order, all topics at once
+        for k in range(K):
+            s[k] = np.float32(0.0)
+        for i in range(n):
+            ri = r[i]
+            j = loc[i]
+            for k in range(K):
+                s[k] += ri * eb[j, k]
         change = 0.0
         for k in range(K):
-            s = np.float32(0.0)
-            for i in range(n):
-                s += r[i] * ebT[k, i]
-            new = alpha + et[k] * np.float64(s)
+            new = alpha + et[k] * np.float64(s[k])
             change += abs(new - g[k])
             g[k] = new
         for k in range(K):
@@ -104,12 +122,7 @@ def _local_step(loc, cnt, ebT, eb, g, alpha, max_iters, tol, sstats, et, phinorm
         if change / K < tol:
             break
     # n_dw phi_dwk with phi from the final gamma
-    for i in range(n):
-        phinorm[i] = np.float32(1e-30)
-    for k in range(K):
-        e = et[k]
-        for i in range(n):
-            phinorm[i] += e * ebT[k, i]
+    _normalisers(et, ebT, phinorm)
     for i in range(n):
         j = loc[i]
         f = cnt[i] / phinorm[i]
@@ -118,7 +131,7 @@ def _local_step(loc, cnt, ebT, eb, g, alpha, max_iters, tol, sstats, et, phinorm
     return it
 
 
-# One pass of SVI (L1)-(L2), (G1)-(G2) over the documents in ``order``; lambda - eta = scale * lam_wk,
+# One pass of SVI (L1)-(L2), (G1)-(G2) over the documents in ``order``; lambda - beta = scale * lam_wk,
 # lam_k[k] = sum_w lam_wk[w, k]. Returns (scale, t, local iterations done).
 @numba.njit(cache=True, nogil=True)
 def _svi_pass(
@@ -133,8 +146,8 @@ def _svi_pass(
     gamma_dk,
     warm,
     alpha,
-    eta,
-    tau0,
+    beta,
+    tau,
     kappa,
     t,
     D_total,
@@ -146,6 +159,7 @@ def _svi_pass(
     W, K = lam_wk.shape
     D = order.shape[0]
     et = np.empty(K, dtype=np.float32)
+    s = np.empty(K, dtype=np.float32)
     g = np.empty(K, dtype=np.float64)
     iters = 0
     for lo in range(0, D, minibatch):
@@ -169,7 +183,7 @@ def _svi_pass(
         # exp{E[log beta_kw]} = exp{Psi(lambda_kw) - Psi(sum_w lambda_kw)} for the minibatch's words
         inv_sum = np.empty(K, dtype=np.float64)
         for k in range(K):
-            inv_sum[k] = 1.0 / kern.exp_digamma(W * eta + scale * lam_k[k])
+            inv_sum[k] = 1.0 / kern.exp_digamma(W * beta + scale * lam_k[k])
         # Each word's row is divided by its largest entry: a per-word factor cancels in (L1)-(L2), and
         # the single-precision copy then neither underflows nor holds denormals.
         eb = np.empty((n_local, K), dtype=np.float32)
@@ -178,7 +192,7 @@ def _svi_pass(
             w = words[j]
             top = 0.0
             for k in range(K):
-                row[k] = kern.exp_digamma(eta + scale * lam_wk[w, k]) * inv_sum[k]
+                row[k] = kern.exp_digamma(beta + scale * lam_wk[w, k]) * inv_sum[k]
                 top = max(top, row[k])
             inv_top = 1.0 / top if top > 0.0 else 1.0
             for k in range(K):
@@ -208,12 +222,12 @@ def _svi_pass(
                     g[k] = gamma_draw(rng, 0, 100.0) / 100.0
             if n > 0:
                 iters += _local_step(
-                    loc[:n], cnt[:n], ebT, eb, g, alpha, max_iters, tol, sstats, et, phinorm[:n], r[:n]
+                    loc[:n], cnt[:n], ebT, eb, g, alpha, max_iters, tol, sstats, et, s, phinorm[:n], r[:n]
                 )
             for k in range(K):
                 gamma_dk[d, k] = g[k]
-        # (G1)-(G2): lambda - eta <- (1 - rho)(lambda - eta) + rho D/|M| sstats
-        rho = kern.step_size(1.0, tau0, kappa, t)
+        # (G1)-(G2): lambda - beta <- (1 - rho)(lambda - beta) + rho D/|M| sstats
+        rho = kern.step_size(1.0, tau, kappa, t)
         scale = kern.decay_scaled(lam_wk, lam_k, scale, rho)
         f = rho * D_total / (hi - lo) / scale
         for j in range(n_local):
@@ -235,41 +249,36 @@ class LdaSvi(VariationalModel):
     """Stochastic variational inference for LDA; see the module docstring."""
 
     name = "lda-svi"
+    step_unit = "pass"
     defaults = {
         "K": 100,
         "alpha": 0.1,
-        "eta": 0.01,
-        "tau0": 2.0,
+        "beta": 0.01,
+        "tau": 2.0,
         "kappa": 0.7,
         "minibatch": 256,
-        "max_local_iters": 100,
+        "local_iterations": 100,
         "local_tol": 0.001,
         "cold_passes": 3,
     }
-    _arrays = ("lam_wk", "lam_k", "gamma_dk")
-    _scalars = {"scale": float, "t": int}
+    limits = {**VariationalModel.limits, "minibatch": POSITIVE_INT}
+    aliases = {"eta": "beta", "tau0": "tau", "max_local_iters": "local_iterations"}
+    state_arrays = ("lam_wk", "lam_k", "gamma_dk")
+    state_scalars = {"scale": float, "t": int}
+    lazy_table = ("lam_wk", "lam_k", "lambda")
 
-    def _check_options(self, o):
-        check_K(o)
-        check_positive(o, "alpha", "eta", "local_tol")
-        if not (o["tau0"] >= 0):
-            raise InputError(f"option tau0={o['tau0']!r}: must be >= 0")
-        check_kappa(o)
-        check_at_least(o, "minibatch", 1)
-        check_at_least(o, "max_local_iters", 1)
-        check_at_least(o, "cold_passes", 0)
-
-    def _allocate(self):
+    def allocate(self):
+        super().allocate()
         K, W = self.K, self.W
-        self.lam_wk = np.zeros((W, K), dtype=np.float64)  # (lambda - eta)^T / scale
+        self.lam_wk = np.zeros((W, K), dtype=np.float64)  # (lambda - beta)^T / scale
         self.lam_k = np.zeros(K, dtype=np.float64)  # its column sums
         self.gamma_dk = np.zeros((self.D, K), dtype=np.float64)
         self.scale = 1.0
         self.t = 0
         self._mark = np.full(W, -1, dtype=np.int64)
 
-    def _initialise(self):
-        # lambda = eta + Gamma(100, 1/100) (onlineldavb); gamma_d likewise.
+    def initialise(self):
+        # lambda = beta + Gamma(100, 1/100) (onlineldavb); gamma_d likewise.
         _random_gamma_rows(self.lam_wk, self.rng, 0)
         self.lam_k[:] = self.lam_wk.sum(axis=0)
         _random_gamma_rows(self.gamma_dk, self.rng, 0)
@@ -278,69 +287,51 @@ class LdaSvi(VariationalModel):
         """One pass over the corpus in random order, in minibatches of ``minibatch`` documents."""
         o = self.opts
         order = self._epoch_order()
-        rho_first = kern.step_size(1.0, o["tau0"], o["kappa"], self.t)
+        rho_first = kern.step_size(1.0, o["tau"], o["kappa"], self.t)
         self.scale, self.t, iters = _svi_pass(
             self.doc_ptr,
             self.word_ids,
             self.counts,
             order,
-            np.int64(o["minibatch"]),
+            o["minibatch"],
             self.lam_wk,
             self.lam_k,
-            np.float64(self.scale),
+            self.scale,
             self.gamma_dk,
-            bool(self.epoch >= o["cold_passes"]),
-            np.float64(o["alpha"]),
-            np.float64(o["eta"]),
-            np.float64(o["tau0"]),
-            np.float64(o["kappa"]),
-            np.int64(self.t),
-            np.float64(self.D),
-            np.int64(o["max_local_iters"]),
-            np.float64(o["local_tol"]),
+            self.iteration >= o["cold_passes"],
+            *(float(o[k]) for k in ("alpha", "beta", "tau", "kappa")),
+            self.t,
+            float(self.D),
+            o["local_iterations"],
+            float(o["local_tol"]),
             self.rng,
             self._mark,
         )
-        self.epoch += 1
-        self.documents_seen += self.D
-        return {
-            "epoch": self.epoch,
-            "documents_seen": self.documents_seen,
-            "minibatches": int(self.t),
-            "rho_first": float(rho_first),
-            "rho_last": float(kern.step_size(1.0, o["tau0"], o["kappa"], self.t - 1)),
-            "mean_local_iterations": float(iters) / max(self.D, 1),
-        }
-
-    def check_invariants(self):
-        """The topic totals equal the sums of the (lazily decayed) topic-word table."""
-        self._check_table(self.lam_wk, self.lam_k, "lambda")
+        self.iteration += 1
+        return self._metrics(
+            minibatches=self.t,
+            rho_first=float(rho_first),
+            rho_last=float(kern.step_size(1.0, o["tau"], o["kappa"], self.t - 1)),
+            mean_local_iterations=float(iters) / max(self.D, 1),
+        )
 
     # -- estimates -----------------------------------------------------------------------
 
-    def _lambda_wk(self):
-        return self.opts["eta"] + self.scale * self.lam_wk
-
     def topic_word(self):
         """E_q[phi] = lambda / sum_w lambda, as (K, W)."""
-        lam = self._lambda_wk()
+        lam = self.opts["beta"] + self.scale * self.lam_wk
         return np.ascontiguousarray((lam / lam.sum(axis=0)).T)
 
-    def snapshot(self):
-        phi = self.topic_word()
-        phi /= phi.sum(axis=1, keepdims=True)
-        weight = self.lam_k / self.lam_k.sum()
-        return Snapshot(
-            phi=phi,
-            alpha=np.full(self.K, self.opts["alpha"]),
-            topic_weight=weight,
-            vocab=self.corpus.vocab,
-            meta=self._meta(minibatches=int(self.t)),
-        )
+    def topic_totals(self):
+        return self.lam_k
 
-    def log_likelihood(self):
-        """Training log-likelihood of the point estimates theta_d = gamma_d / sum gamma_d, phi = E_q[phi]."""
-        phi_wk = np.ascontiguousarray(self.topic_word().T)
-        return float(
-            kern.point_log_likelihood(self.doc_ptr, self.word_ids, self.counts, self.gamma_dk, np.zeros(self.K), phi_wk)
-        )
+    def _prior(self):
+        return np.full(self.K, self.opts["alpha"])
+
+    def _theta_parts(self):
+        """theta_d = gamma_d / sum gamma_d."""
+        return self.gamma_dk, np.zeros(self.K)
+
+    def doc_topics(self):
+        """gamma_d - alpha: the expected topic counts of every training document (D x K)."""
+        return np.maximum(self.gamma_dk - self.opts["alpha"], 0.0)
