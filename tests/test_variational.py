@@ -230,7 +230,7 @@ def test_pcvb0_one_iteration():
 
 @pytest.mark.parametrize("burn_in", [0, 1])
 def test_scvb0_one_minibatch(burn_in):
-    K, V, C, alpha, eta = 3, 4, 3, 0.1, 0.01
+    K, V, C, alpha, beta = 3, 4, 3, 0.1, 0.01
     m = build(LdaScvb0, one_doc(), K=K, minibatch=1, burn_in=burn_in)
     s = m.state()
     n_theta = s["n_theta"][0].copy()
@@ -238,12 +238,12 @@ def test_scvb0_one_minibatch(burn_in):
     n_z = s["scale"] * s["n_z"].copy()
     np.testing.assert_allclose(n_z, n_phi.sum(axis=1), rtol=1e-12)
 
-    # gamma_ijk ∝ (N^Phi_wk + eta)(N^Theta_jk + alpha)/(N^Z_k + W eta); N^Phi, N^Z fixed in the minibatch
+    # gamma_ijk ∝ (N^Phi_wk + beta)(N^Theta_jk + alpha)/(N^Z_k + W beta); N^Phi, N^Z fixed in the minibatch
     hat = np.zeros((K, V))
     t = 0
     for p in range(burn_in + 1):
         for w in TOKENS:
-            g = (n_phi[:, w] + eta) * (n_theta + alpha) / (n_z + V * eta)
+            g = (n_phi[:, w] + beta) * (n_theta + alpha) / (n_z + V * beta)
             g /= g.sum()
             r = rho(1.0, 10.0, t)
             n_theta = (1 - r) * n_theta + r * C * g
@@ -262,12 +262,12 @@ def test_scvb0_one_minibatch(burn_in):
 
 
 def test_svi_one_minibatch():
-    K, V, D, alpha, eta, tau0, kappa = 3, 4, 1, 0.1, 0.01, 2.0, 0.7
+    K, V, D, alpha, beta, tau, kappa = 3, 4, 1, 0.1, 0.01, 2.0, 0.7
     counts = np.array([1.0, 0.0, 2.0, 0.0])
     words = [0, 2]
-    m = build(LdaSvi, one_doc(), K=K, minibatch=1, max_local_iters=2, local_tol=1e-12, cold_passes=0)
+    m = build(LdaSvi, one_doc(), K=K, minibatch=1, local_iterations=2, local_tol=1e-12, cold_passes=0)
     s = m.state()
-    lam = eta + s["scale"] * s["lam_wk"].T  # (K, V)
+    lam = beta + s["scale"] * s["lam_wk"].T  # (K, V)
     g = s["gamma_dk"][0].copy()
 
     # phi_dwk ∝ exp{Psi(gamma_dk) - Psi(sum gamma_d) + Psi(lambda_kw) - Psi(sum_w lambda_kw)}
@@ -282,15 +282,15 @@ def test_svi_one_minibatch():
     et = np.exp(psi(g) - psi(g.sum()))
     phi = et[:, None] * eb
     phi /= phi.sum(axis=0, keepdims=True)
-    lam_hat = np.full((K, V), eta)
+    lam_hat = np.full((K, V), beta)
     lam_hat[:, words] += D / 1 * phi * n
-    r = (tau0 + 0) ** -kappa
+    r = (tau + 0) ** -kappa
     lam_new = (1 - r) * lam + r * lam_hat
 
     metrics = m.step()
     s2 = m.state()
     np.testing.assert_allclose(s2["gamma_dk"][0], g, rtol=1e-5)
-    np.testing.assert_allclose(eta + s2["scale"] * s2["lam_wk"].T, lam_new, rtol=1e-5)
+    np.testing.assert_allclose(beta + s2["scale"] * s2["lam_wk"].T, lam_new, rtol=1e-5)
     assert metrics["documents_seen"] == 1 and metrics["minibatches"] == 1
     phi_snap = m.snapshot().phi
     np.testing.assert_allclose(phi_snap, lam_new / lam_new.sum(axis=1, keepdims=True), rtol=1e-5)
@@ -398,7 +398,10 @@ def test_step_size_schedule():
         (LdaSvi, {"alpha": -1.0}),
         (LdaSvi, {"kappa": 1.5}),
         (LdaSvi, {"minibatch": 0}),
-        (LdaScvb0, {"eta": 0.0}),
+        (LdaScvb0, {"beta": 0.0}),
+        (LdaScvb0, {"eta": 0.0}),  # the old name, through aliases
+        (LdaScvb0, {"kappa": 0.4}),  # base.KAPPA: [0.5, 1] for every family
+        (LdaSvi, {"local_iterations": 0}),
         (LdaScvb0, {"burn_in": -1}),
         (HdpPcvb0, {"init": "kmeans"}),
         (HdpPcsvb0, {"beta": 0.0}),
@@ -410,6 +413,35 @@ def test_step_size_schedule():
 def test_bad_options(small_lda, cls, bad):
     with pytest.raises(InputError):
         build(cls, small_lda, **bad)
+
+
+@pytest.mark.parametrize(
+    "cls,old,new",
+    [
+        (LdaSvi, {"eta": 0.02, "tau0": 3.0, "max_local_iters": 7}, {"beta": 0.02, "tau": 3.0, "local_iterations": 7}),
+        (LdaScvb0, {"eta": 0.02}, {"beta": 0.02}),
+        (HdpPcvb0, {"optimize_hyper": False}, {"optimize_alpha": False, "optimize_gamma": False}),
+        (HdpPcsvb0, {"optimize_hyper": False}, {"optimize_alpha": False, "optimize_gamma": False}),
+    ],
+)
+def test_old_option_names(cls, old, new):
+    """Options renamed to the shared vocabulary still resolve (old configs, old runs)."""
+    resolved = cls.resolve_options(old)
+    assert {k: resolved[k] for k in new} == new and not set(old) & set(resolved)
+
+
+@pytest.mark.parametrize("cls", [LdaSvi, LdaScvb0, HdpPcvb0, HdpPcsvb0])
+def test_protocol(small_lda, cls):
+    """Declared step unit, threads refused, doc_topics (D, K), iteration counted by base."""
+    assert cls.step_unit == ("sweep" if cls is HdpPcvb0 else "pass")
+    with pytest.raises(InputError, match="threads"):
+        cls(small_lda, cls.resolve_options({"K": 4}), 1, threads=2)
+    m = build(cls, small_lda, K=4)
+    metrics = m.step()
+    assert m.iteration == 1 and "tokens" not in metrics  # a pass visits every token
+    n_dk = m.doc_topics()
+    assert n_dk.shape == (small_lda.D, 4) and np.all(n_dk >= 0)
+    np.testing.assert_allclose(n_dk.sum(axis=1), small_lda.doc_lengths(), rtol=1e-3, atol=1e-6)
 
 
 def test_from_state_rejects_other_corpus(small_lda):
@@ -563,7 +595,7 @@ def test_comparison_config_runs_are_self_contained(tmp_path):
         assert top["K"] == 200 and top["iterations"] == 30
         cls = registry_class(top["model"])
         resolved = cls.resolve_options(dict(options, K=top["K"]))
-        assert resolved.get("beta", resolved.get("eta")) == 0.01
+        assert resolved["beta"] == 0.01
 
 
 def registry_class(name):
