@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -32,6 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _common import peak_rss_mb
 
 MODELS = {
     "lda": ("lda-gibbs", {}),
@@ -48,10 +48,6 @@ HCA_FLAGS = {
     "hdp-burst": ["-B0.001", "-Sbdk=100"],
     "nplda-burst": ["-Sbdk=100"],
 }
-
-
-def peak_rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def model_class(name):

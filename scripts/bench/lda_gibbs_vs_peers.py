@@ -17,7 +17,6 @@ topictool's document-completion perplexity on the test split.
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -25,31 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-
-def peak_rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def load(corpus_dir):
-    from topictool.corpus import load_corpus
-
-    return load_corpus(corpus_dir, part="train")
-
-
-def save_snapshot(path, phi, alpha, vocab, name):
-    from topictool.snapshot import Snapshot
-
-    phi = np.asarray(phi, dtype=np.float64)
-    phi = phi / phi.sum(axis=1, keepdims=True)
-    alpha = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (phi.shape[0],)).copy()
-    Snapshot(
-        phi=phi,
-        alpha=alpha,
-        topic_weight=np.full(phi.shape[0], 1.0 / phi.shape[0]),
-        vocab=tuple(vocab),
-        meta={"model": name},
-    ).save(path)
+from _common import doc_term, gensim_corpus, lda_arguments, load, peak_rss_mb, save_snapshot
 
 
 def run_topictool(c, a, threads, out):
@@ -97,13 +72,6 @@ def run_tomotopy(c, a, threads, out):
     return dt, base
 
 
-def doc_term(c):
-    import scipy.sparse as sp
-
-    rows = np.repeat(np.arange(c.D), np.diff(c.doc_ptr))
-    return sp.csr_matrix((c.counts.astype(np.int64), (rows, c.word_ids)), shape=(c.D, c.W))
-
-
 def run_lda(c, a, threads, out):
     import lda
 
@@ -120,15 +88,7 @@ def run_lda(c, a, threads, out):
 def run_gensim(c, a, threads, out):
     from gensim.models import LdaMulticore
 
-    bow = [
-        list(
-            zip(
-                c.word_ids[c.doc_ptr[d] : c.doc_ptr[d + 1]].tolist(), c.counts[c.doc_ptr[d] : c.doc_ptr[d + 1]].tolist()
-            )
-        )
-        for d in range(c.D)
-    ]
-    id2word = {i: w for i, w in enumerate(c.vocab)}
+    bow, id2word = gensim_corpus(c)
     base = peak_rss_mb()
     t0 = time.perf_counter()
     m = LdaMulticore(
@@ -169,12 +129,8 @@ def child(a):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("corpus")
-    p.add_argument("--K", type=int, default=100)
+    lda_arguments(p)
     p.add_argument("--iterations", type=int, default=200)
-    p.add_argument("--alpha", type=float, default=0.1)
-    p.add_argument("--beta", type=float, default=0.01)
-    p.add_argument("--seed", type=int, default=1)
     p.add_argument("--gensim-passes", type=int, default=10)
     p.add_argument("--systems", default="topictool:1,topictool:2,tomotopy:1,lda:1,gensim:1")
     p.add_argument("--eval-samples", type=int, default=40)

@@ -13,13 +13,12 @@ import argparse
 import statistics
 import time
 
+from _common import lda_arguments
+
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("corpus")
-    p.add_argument("--K", type=int, default=100)
-    p.add_argument("--alpha", type=float, default=0.1)
-    p.add_argument("--beta", type=float, default=0.01)
+    lda_arguments(p)
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--chunk", type=int, default=10)

@@ -17,6 +17,7 @@ import json
 import time
 
 import numpy as np
+from _common import lda_arguments
 
 
 def build(name, corpus, a):
@@ -36,16 +37,12 @@ def build(name, corpus, a):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("corpus")
-    p.add_argument("--K", type=int, default=100)
+    lda_arguments(p)
     p.add_argument("--iterations", type=int, default=200)
-    p.add_argument("--alpha", type=float, default=0.1)
-    p.add_argument("--beta", type=float, default=0.01)
     p.add_argument("--eta", type=float, default=None)
     p.add_argument("--delta", type=float, default=None)
     p.add_argument("--gamma", type=float, default=None)
     p.add_argument("--lam", type=float, default=None)
-    p.add_argument("--seed", type=int, default=1)
     p.add_argument("--variants", default="lda,ftm,stm,lida")
     p.add_argument("--no-baseline", action="store_true", help="skip lda-gibbs")
     p.add_argument("--json", default=None, help="write the results here")

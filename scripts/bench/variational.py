@@ -35,42 +35,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-ONE_CORE = {
-    "OMP_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "NUMBA_NUM_THREADS": "1",
-    "VECLIB_MAXIMUM_THREADS": "1",
-}
-
-
-def load(corpus_dir, part="train"):
-    from topictool.corpus import load_corpus
-
-    return load_corpus(corpus_dir, part=part)
-
-
-def save_snapshot(path, phi, alpha, vocab, name):
-    from topictool.snapshot import Snapshot
-
-    phi = np.asarray(phi, dtype=np.float64)
-    phi = phi / phi.sum(axis=1, keepdims=True)
-    alpha = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (phi.shape[0],)).copy()
-    Snapshot(
-        phi=phi,
-        alpha=alpha,
-        topic_weight=np.full(phi.shape[0], 1.0 / phi.shape[0]),
-        vocab=tuple(vocab),
-        meta={"model": name},
-    ).save(path)
-
-
-def doc_term(c):
-    import scipy.sparse as sp
-
-    rows = np.repeat(np.arange(c.D), np.diff(c.doc_ptr))
-    return sp.csr_matrix((c.counts.astype(np.float64), (rows, c.word_ids)), shape=(c.D, c.W))
+from _common import ONE_CORE, doc_term, gensim_corpus, load, save_snapshot
 
 
 class Clock:
@@ -115,15 +80,7 @@ def svi_topictool(c, a, out):
 def svi_gensim(c, a, out):
     from gensim.models import LdaModel
 
-    bow = [
-        list(
-            zip(
-                c.word_ids[c.doc_ptr[d] : c.doc_ptr[d + 1]].tolist(), c.counts[c.doc_ptr[d] : c.doc_ptr[d + 1]].tolist()
-            )
-        )
-        for d in range(c.D)
-    ]
-    id2word = {i: w for i, w in enumerate(c.vocab)}
+    bow, id2word = gensim_corpus(c)
     kw = dict(
         num_topics=a.K,
         id2word=id2word,

@@ -1,7 +1,8 @@
 """Model name -> class. The one place a model is made known to the tool.
 
 Entries are import paths so that ``topictool --help`` does not import (and
-compile) every model's kernels.
+compile) every model's kernels. A new family is one package under models/ and
+one line here; code outside the tool (a test, a plug-in) calls register().
 """
 
 import importlib
@@ -27,10 +28,19 @@ def names():
     return sorted(MODELS)
 
 
+def register(name, target):
+    """Make a model known as ``name``: ``target`` is a Model subclass or "module:Class"."""
+    if name in MODELS:
+        raise ValueError(f"model {name!r} is registered already")
+    MODELS[name] = target
+
+
 def get(name):
     try:
         target = MODELS[name]
     except KeyError:
         raise InputError(f"unknown model {name!r} (available: {', '.join(names())})") from None
+    if not isinstance(target, str):
+        return target
     module, cls = target.split(":")
     return getattr(importlib.import_module(module), cls)

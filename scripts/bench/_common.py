@@ -1,0 +1,76 @@
+"""What the benchmark scripts share: loading a prepared corpus, saving any system's phi and
+alpha as a topictool snapshot (so that one evaluator judges every system), peak memory, the
+one-core environment for peers, and the LDA arguments every comparison takes.
+
+The scripts run as `python scripts/bench/NAME.py`, which puts this folder on sys.path."""
+
+import resource
+
+import numpy as np
+
+#: the environment that holds numerical libraries to one thread (a fair one-core comparison)
+ONE_CORE = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "NUMBA_NUM_THREADS": "1",
+    "VECLIB_MAXIMUM_THREADS": "1",
+}
+
+
+def peak_rss_mb():
+    """Peak resident memory of this process so far, in MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def load(corpus_dir, part="train"):
+    from topictool.corpus import load_corpus
+
+    return load_corpus(corpus_dir, part=part)
+
+
+def save_snapshot(path, phi, alpha, vocab, name):
+    """A peer's topics (rows normalised here) and alpha (a number or K numbers) as model.npz."""
+    from topictool.snapshot import Snapshot
+
+    phi = np.asarray(phi, dtype=np.float64)
+    phi = phi / phi.sum(axis=1, keepdims=True)
+    alpha = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (phi.shape[0],)).copy()
+    Snapshot(
+        phi=phi,
+        alpha=alpha,
+        topic_weight=np.full(phi.shape[0], 1.0 / phi.shape[0]),
+        vocab=tuple(vocab),
+        meta={"model": name},
+    ).save(path)
+
+
+def doc_term(c):
+    """The corpus as a scipy CSR document-term matrix (for gensim and scikit-learn)."""
+    import scipy.sparse as sp
+
+    rows = np.repeat(np.arange(c.D), np.diff(c.doc_ptr))
+    return sp.csr_matrix((c.counts.astype(np.float64), (rows, c.word_ids)), shape=(c.D, c.W))
+
+
+def gensim_corpus(c):
+    """(bag of words, id2word) in gensim's layout."""
+    bow = [
+        list(
+            zip(
+                c.word_ids[c.doc_ptr[d] : c.doc_ptr[d + 1]].tolist(), c.counts[c.doc_ptr[d] : c.doc_ptr[d + 1]].tolist()
+            )
+        )
+        for d in range(c.D)
+    ]
+    return bow, dict(enumerate(c.vocab))
+
+
+def lda_arguments(parser, K=100, alpha=0.1, beta=0.01):
+    """CORPUS, --K, --alpha, --beta and --seed, as every LDA comparison takes them."""
+    parser.add_argument("corpus")
+    parser.add_argument("--K", type=int, default=K)
+    parser.add_argument("--alpha", type=float, default=alpha)
+    parser.add_argument("--beta", type=float, default=beta)
+    parser.add_argument("--seed", type=int, default=1)
+    return parser
