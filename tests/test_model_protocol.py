@@ -68,7 +68,7 @@ def test_evaluates_and_is_described(toy, corpus, tmp_path):
     r = run("info", tmp_path / "run", "--json")
     assert r.exit_code == 0, r.stderr
     r = run("train", "--list-models", "--json")
-    rows = {row["name"]: row for row in json.loads(r.stdout)}
+    rows = {row["name"]: row for row in json.loads(r.stdout)["models"]}
     assert rows[toy] == dict(name=toy, step_unit="sweep", threads=False, eval_method="gibbs")
 
 
