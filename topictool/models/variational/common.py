@@ -83,6 +83,10 @@ class VariationalModel(Model):
         shuffle(order, self.rng, 0)
         return order
 
+    def _documents(self):
+        """The corpus as the pass kernels take it: doc_ptr, word_ids, counts, doc_len."""
+        return self.doc_ptr, self.word_ids, self.counts, self.doc_len
+
     def _metrics(self, **extra):
         return {"documents_seen": self.iteration * self.D, **extra}
 

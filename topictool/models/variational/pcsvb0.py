@@ -273,10 +273,7 @@ class HdpPcsvb0(CollapsedHdpModel):
         o = self.opts
         hyper = np.array([self.alpha, self.gamma, self.gbar])
         self.scale, self.t_c, self.t_h = _pcsvb0_pass(
-            self.doc_ptr,
-            self.word_ids,
-            self.counts,
-            self.doc_len,
+            *self._documents(),
             self._epoch_order(),
             o["minibatch"],
             self.n_dk,

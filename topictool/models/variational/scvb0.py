@@ -56,32 +56,9 @@ from .common import VariationalModel
 # Returns (scale, t).
 @numba.njit(cache=True, nogil=True)
 def _scvb0_pass(
-    doc_ptr,
-    word_ids,
-    counts,
-    doc_len,
-    order,
-    minibatch,
-    n_theta,
-    phi_wk,
-    n_z,
-    scale,
-    acc,
-    acc_z,
-    mark,
-    touched,
-    alpha,
-    beta,
-    C,
-    s_phi,
-    tau_phi,
-    s_theta,
-    tau_theta,
-    kappa,
-    t,
-    burn_in,
-    clumping,
-):
+    doc_ptr, word_ids, counts, doc_len, order, minibatch, n_theta, phi_wk, n_z, scale, acc, acc_z,
+    mark, touched, alpha, beta, C, s_phi, tau_phi, s_theta, tau_theta, kappa, t, burn_in, clumping,
+):  # fmt: skip
     W, K = phi_wk.shape
     D = order.shape[0]
     gam = np.empty(K, dtype=np.float64)
@@ -180,10 +157,7 @@ class LdaScvb0(VariationalModel):
         """One pass over the corpus in random order, in minibatches of ``minibatch`` documents."""
         o = self.opts
         self.scale, self.t = _scvb0_pass(
-            self.doc_ptr,
-            self.word_ids,
-            self.counts,
-            self.doc_len,
+            *self._documents(),
             self._epoch_order(),
             o["minibatch"],
             self.n_theta,

@@ -51,8 +51,9 @@ Implementation notes.
   numba's cached copy), so the same seed gave other models on a cold cache, a warm cache
   and NUMBA_CPU_NAME=generic. Every sum now runs in one fixed order: the normaliser over
   topics for all words at once (vectorised across words), gamma's sums over words for all
-  topics at once (vectorised across topics). That costs ~1.2-1.3x in tokens/s against
-  fastmath (ch corpus, K = 10 and 100); plain loops without fastmath cost ~1.9x.
+  topics at once (vectorised across topics). On the ch corpus (one core) that is
+  9.8 M tokens/s at K = 10 and 2.08 at K = 100, against 15.2 and 2.47 with fastmath (plain
+  loops without fastmath: 8.0 and 1.30).
 """
 
 import numba
@@ -247,6 +248,8 @@ def _svi_pass(
 
 class LdaSvi(VariationalModel):
     """Stochastic variational inference for LDA; see the module docstring."""
+
+    # (the declared attributes of base.Model: every family's header has this shape by design)
 
     name = "lda-svi"
     step_unit = "pass"
