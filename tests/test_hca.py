@@ -390,6 +390,25 @@ def test_exact_resume(small, cls, opts):
     resumed.check_invariants()
 
 
+def test_state_keys_doc_topics_and_threads(small):
+    """Checkpoint keys as before the base protocol; doc_topics is n_dk; one thread only."""
+    train, _ = small
+    m = NpldaGibbs(train, {"K": 6, "burst": True}, 2)
+    m.step()
+    keys = ["burst_concentration", "hyper", "iteration", "r", "rng", "seed", "t_dk", "t_kw", "version", "z"]
+    assert sorted(m.state()) == keys
+    assert sorted(HdpGibbs(train, {"K": 6}, 2).state()) == ["hyper", "iteration", "rng", "seed", "t_dk", "version", "z"]
+    n_dk = m.doc_topics()
+    assert n_dk.shape == (train.D, 6) and np.array_equal(n_dk.sum(axis=1), np.diff(m.token_ptr))
+    arrays = m.state()
+    arrays["t_dk"][n_dk == 0] = 0
+    arrays["t_dk"][np.unravel_index(np.argmax(n_dk), n_dk.shape)] = n_dk.max() + 1
+    with pytest.raises(InputError, match="t_dk"):
+        NpldaGibbs.from_state(train, {"K": 6, "burst": True}, arrays)
+    with pytest.raises(InputError, match="--threads 2"):
+        HdpGibbs(train, {"K": 6}, 1, threads=2)
+
+
 def test_hyperparameters_are_sampled_and_discounts_stay_in_range(small):
     train, _ = small
     m = NpldaGibbs(

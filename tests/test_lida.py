@@ -1,4 +1,4 @@
-"""lida-gibbs: LIDA / FTM / STM / LDA by collapsed Gibbs (topictool/models/lida.py).
+"""lida-gibbs: LIDA / FTM / STM / LDA by collapsed Gibbs (topictool/models/lida/).
 
 Correctness is checked three ways: the activation conditionals against brute-force ratios
 of the joint marginals, the whole chain against exact enumeration of the posterior on tiny
@@ -29,7 +29,7 @@ def model(corpus, seed=1, **opts):
 
 
 # ---------------------------------------------------------------------------------------
-# brute force: the joint marginals (1)-(4) of topictool/kernels/lida_kernels.py
+# brute force: the joint marginals (1)-(4) of topictool/models/lida/kernels.py
 
 
 def log_p_theta_bar(theta_bar, a, b):
@@ -95,15 +95,23 @@ def test_activation_conditionals_equal_joint_ratios():
     docs = [{int(w): int(c) for w, c in zip(rng.choice(7, 3, replace=False), rng.integers(1, 4, 3))} for _ in range(5)]
     corpus = make_corpus(docs, [f"w{i}" for i in range(7)])
     K = 4
-    o = dict(K=K, alpha=0.7, beta=0.3, eta=2.5, delta=1.7, gamma=3.0, lam=0.6)
+    o = dict(
+        K=K,
+        alpha=0.7,
+        beta=0.3,
+        theta_bar_mass=2.5,
+        theta_bar_concentration=1.7,
+        phi_bar_mass=3.0,
+        phi_bar_concentration=0.6,
+    )
     m = model(corpus, seed=3, **o)
     for _ in range(7):
         m.step()
     m.check_invariants()
-    a, b = o["eta"] * o["delta"] / K, o["delta"]
-    c, e = o["gamma"] * o["lam"] / corpus.W, o["lam"]
+    a, b = o["theta_bar_mass"] * o["theta_bar_concentration"] / K, o["theta_bar_concentration"]
+    c, e = o["phi_bar_mass"] * o["phi_bar_concentration"] / corpus.W, o["phi_bar_concentration"]
     n_dk, n_vk = counts_of(corpus, m.z.astype(np.int64), K)
-    theta_bar, phi_bar = m.theta_bar.astype(np.int64), m.phi_bar.astype(np.int64)
+    theta_bar, phi_bar = m.theta_on.astype(np.int64), m.phi_on.astype(np.int64)
     expect_theta, expect_phi = m.expected_theta_bar(), m.expected_phi_bar()
     checked = 0
     for d, k in itertools.product(range(corpus.D), range(K)):
@@ -191,9 +199,17 @@ def test_lda_variant_matches_exact_enumeration():
 def test_lida_chain_matches_exact_enumeration_of_z_and_activations():
     corpus = make_corpus([{0: 1, 1: 1}, {1: 1}], ["a", "b"])
     K = 2
-    o = dict(K=K, alpha=0.8, beta=0.6, eta=1.5, delta=2.0, gamma=1.2, lam=0.7)
-    a, b = o["eta"] * o["delta"] / K, o["delta"]
-    c, e = o["gamma"] * o["lam"] / corpus.W, o["lam"]
+    o = dict(
+        K=K,
+        alpha=0.8,
+        beta=0.6,
+        theta_bar_mass=1.5,
+        theta_bar_concentration=2.0,
+        phi_bar_mass=1.2,
+        phi_bar_concentration=0.7,
+    )
+    a, b = o["theta_bar_mass"] * o["theta_bar_concentration"] / K, o["theta_bar_concentration"]
+    c, e = o["phi_bar_mass"] * o["phi_bar_concentration"] / corpus.W, o["phi_bar_concentration"]
     probs = {}
     for z in itertools.product(range(K), repeat=corpus.N):
         n_dk, n_vk = counts_of(corpus, np.array(z), K)
@@ -217,8 +233,8 @@ def test_lida_chain_matches_exact_enumeration_of_z_and_activations():
         n,
         lambda m: (
             tuple(int(x) for x in m.z),
-            tuple(int(x) for x in m.theta_bar.ravel()),
-            tuple(int(x) for x in m.phi_bar.ravel()),
+            tuple(int(x) for x in m.theta_on.ravel()),
+            tuple(int(x) for x in m.phi_on.ravel()),
         ),
     )
     assert chi_square_p(counts, probs, n) > 1e-3
@@ -278,7 +294,7 @@ def test_synth_lida_recovers_topics_and_activation_densities(tmp_path):
     assert truth["theta_bar"].shape == (500, 10) and truth["phi_bar"].shape == (10, 300)
     assert 0.1 < truth["theta_bar_density"] < 0.5 and 0.03 < truth["phi_bar_density"] < 0.3
     assert np.all(truth["phi"][truth["phi_bar"] == 0] == 0) and np.all(truth["theta"][truth["theta_bar"] == 0] == 0)
-    o = {k: params[k] for k in ("alpha", "beta", "eta", "delta", "gamma", "lam")}
+    o = {k: params[k] for k in ("alpha", "beta", "eta", "delta", "gamma", "lam")}  # old names: aliases
     m = model(train, seed=2, K=10, **o)
     for _ in range(300):
         metrics = m.step()
@@ -314,7 +330,11 @@ def round_trip(arrays):
 
 @pytest.mark.parametrize(
     "opts",
-    [dict(variant="lida"), dict(variant="stm"), dict(variant="lida", nonparametric=True, initial_topics=3, eta=4.0)],
+    [
+        dict(variant="lida"),
+        dict(variant="stm"),
+        dict(variant="lida", nonparametric=True, initial_topics=3, theta_bar_mass=4.0),
+    ],
 )
 def test_resume_is_bit_for_bit(small_corpus, opts):
     straight = model(small_corpus, seed=9, K=12, **opts)
@@ -377,7 +397,7 @@ def test_check_invariants_catches_a_token_on_an_inactive_pair(small_corpus):
         m.step()
     m.check_invariants()
     d, k = 0, int(m.z[0])
-    m.theta_bar[d, k] = 0
+    m.theta_on[d, k] = 0
     m.m_k[k] -= 1
     with pytest.raises(AssertionError, match="inactive"):
         m.check_invariants()
@@ -386,7 +406,7 @@ def test_check_invariants_catches_a_token_on_an_inactive_pair(small_corpus):
 
 
 def test_nonparametric_grows_topics_from_a_few(small_corpus):
-    m = model(small_corpus, seed=2, K=40, nonparametric=True, initial_topics=1, eta=5.0, alpha=0.5, beta=0.1)
+    m = model(small_corpus, seed=2, K=40, nonparametric=True, initial_topics=1, theta_bar_mass=5.0, alpha=0.5, beta=0.1)
     created = 0
     for _ in range(60):
         metrics = m.step()
@@ -401,7 +421,7 @@ def test_nonparametric_step_is_the_large_K_limit_of_the_finite_one():
     """(9) against (6) with K = 400 (a = ηδ/K small): the same mean number of topics in use,
     active topics per document and topics holding tokens (ftm, so that (7)'s K_obs plays no part)."""
     corpus = make_corpus([{0: 2, 1: 1}, {1: 1, 2: 2}, {3: 3}, {0: 1, 3: 1}], ["a", "b", "c", "d"])
-    o = dict(variant="ftm", alpha=0.7, beta=0.5, eta=2.0, delta=1.5)
+    o = dict(variant="ftm", alpha=0.7, beta=0.5, theta_bar_mass=2.0, theta_bar_concentration=1.5)
 
     def averages(**opts):
         m = model(corpus, seed=2, **o, **opts)
@@ -423,7 +443,9 @@ def test_nonparametric_step_is_the_large_K_limit_of_the_finite_one():
     [
         (dict(variant="sparse"), "variant='sparse'"),
         (dict(alpha=0.0), "alpha=0.0"),
-        (dict(lam=-1.0), "lam=-1.0"),
+        (dict(phi_bar_concentration=-1.0), "phi_bar_concentration=-1.0"),
+        (dict(lam=-1.0), "phi_bar_concentration=-1.0"),  # the old name, renamed
+        (dict(eta=1.0, theta_bar_mass=2.0), "given twice"),
         (dict(K=0), "K=0"),
         (dict(variant="stm", nonparametric=True), "nonparametric"),
         (dict(nonparametric=True, initial_topics=200), "initial_topics=200"),
@@ -461,7 +483,7 @@ def test_train_resume_and_evaluate_through_the_cli(tmp_path, monkeypatch):
         "--set",
         "variant=lida",
         "--set",
-        "lam=2",
+        "phi_bar_concentration=2",
         "--checkpoint-every",
         3,
         "--log-every",
@@ -480,3 +502,28 @@ def test_train_resume_and_evaluate_through_the_cli(tmp_path, monkeypatch):
     assert np.isfinite(json.loads(r.stdout)["perplexity"])
     r = run("train", corpus, "-m", "lida-gibbs", "--set", "variant=bogus", "-n", 1, "-o", tmp_path / "bad")
     assert r.exit_code == 2 and "variant='bogus'" in r.stderr
+
+
+def test_state_keys_doc_topics_and_threads(small_corpus):
+    """Checkpoint keys as before the base protocol (θ̄, φ̄ as packed bits); doc_topics has the
+    snapshot's topics; one thread only."""
+    m = model(small_corpus, seed=3, K=12, nonparametric=True, initial_topics=3)
+    for _ in range(4):
+        m.step()
+    s = m.state()
+    assert sorted(s) == ["iteration", "phi_bar", "rng", "seed", "theta_bar", "version", "z"]
+    assert s["theta_bar"].shape == (small_corpus.D, 2) and s["phi_bar"].shape == (small_corpus.W, 2)
+    assert np.array_equal(np.unpackbits(s["theta_bar"], axis=1, count=12), m.theta_on)
+    assert sorted(model(small_corpus, K=12, variant="ftm").state()) == [
+        "iteration",
+        "rng",
+        "seed",
+        "theta_bar",
+        "version",
+        "z",
+    ]
+    n_dk = m.doc_topics()
+    assert n_dk.shape == (small_corpus.D, m.snapshot().K)
+    assert int(n_dk.sum()) == m.N
+    with pytest.raises(InputError, match="--threads 2"):
+        LidaGibbs(small_corpus, {"K": 4}, 1, threads=2)

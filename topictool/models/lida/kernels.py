@@ -390,40 +390,63 @@ def _exact_draw(v, phi_bar, active, n_act, coef, beta, tw_topic, s, L, qcum, q, 
 # document activations θ̄
 
 
+# n_dk of document d (added into n_dk, zero on entry) and K_d, its active topics.
+@numba.njit(cache=True, nogil=True)
+def _doc_counts(token_ptr, z, theta_bar, d, n_dk):
+    for i in range(token_ptr[d], token_ptr[d + 1]):
+        n_dk[z[i]] += 1
+    K_d = 0
+    for k in range(theta_bar.shape[1]):
+        K_d += theta_bar[d, k]
+    return K_d
+
+
+# n_dk back to zero after document d.
+@numba.njit(cache=True, nogil=True)
+def _doc_clear(token_ptr, z, d, n_dk):
+    for i in range(token_ptr[d], token_ptr[d + 1]):
+        n_dk[z[i]] = 0
+
+
+# Eq. (6): P(θ̄_kd = 1 | rest) of an unused pair currently ``cur``, m_other = m_k⁻; ratio_on and
+# ratio_off are dirichlet_ratio(α, A, n_d) for A = K_d − 1 (the pair is on) and A = K_d (off).
+@numba.njit(cache=True, nogil=True)
+def _theta_bar_conditional(cur, m_other, D, a, b, ratio_on, ratio_off):
+    return on_probability(prior_odds(m_other, D - 1, a, b), ratio_on if cur else ratio_off)
+
+
+# Eq. (6) over document d: every unused pair (n_dk = 0) redrawn, except, when nonparametric,
+# the topics no other document uses (step (9) handles those). Returns the new K_d.
+@numba.njit(cache=True, nogil=True)
+def _resample_doc_theta_bar(d, theta_bar, m_k, n_dk, K_d, n_d, alpha, a, b, nonparametric, rng):
+    D = theta_bar.shape[0]
+    ratio_on = dirichlet_ratio(alpha, K_d - 1, n_d)
+    ratio_off = dirichlet_ratio(alpha, K_d, n_d)
+    for k in range(theta_bar.shape[1]):
+        cur = theta_bar[d, k]
+        m_other = m_k[k] - cur
+        if n_dk[k] > 0 or (nonparametric and m_other <= 0):
+            continue
+        p = _theta_bar_conditional(cur, m_other, D, a, b, ratio_on, ratio_off)
+        new = 1 if uniform(rng, 0) < p else 0
+        if new != cur:
+            theta_bar[d, k] = new
+            m_k[k] += new - cur
+            K_d += new - cur
+            ratio_on = dirichlet_ratio(alpha, K_d - 1, n_d)
+            ratio_off = dirichlet_ratio(alpha, K_d, n_d)
+    return K_d
+
+
 # Eq. (6): resample θ̄_kd of every unused (document, topic) pair (finite K).
 @numba.njit(cache=True, nogil=True)
 def resample_theta_bar(token_ptr, z, theta_bar, m_k, alpha, a, b, rng):
-    D = token_ptr.shape[0] - 1
-    K = theta_bar.shape[1]
-    n_dk = np.zeros(K, dtype=np.int64)
-    for d in range(D):
-        lo = token_ptr[d]
-        hi = token_ptr[d + 1]
-        n_d = hi - lo
-        for i in range(lo, hi):
-            n_dk[z[i]] += 1
-        K_d = 0
-        for k in range(K):
-            K_d += theta_bar[d, k]
-        ratio_on = dirichlet_ratio(alpha, K_d - 1, n_d)  # for a pair that is on: A = K_d - 1
-        ratio_off = dirichlet_ratio(alpha, K_d, n_d)  # for a pair that is off: A = K_d
-        for k in range(K):
-            if n_dk[k] > 0:
-                continue
-            cur = theta_bar[d, k]
-            if cur:
-                p = on_probability(prior_odds(m_k[k] - 1, D - 1, a, b), ratio_on)
-            else:
-                p = on_probability(prior_odds(m_k[k], D - 1, a, b), ratio_off)
-            new = 1 if uniform(rng, 0) < p else 0
-            if new != cur:
-                theta_bar[d, k] = new
-                m_k[k] += new - cur
-                K_d += new - cur
-                ratio_on = dirichlet_ratio(alpha, K_d - 1, n_d)
-                ratio_off = dirichlet_ratio(alpha, K_d, n_d)
-        for i in range(lo, hi):
-            n_dk[z[i]] = 0
+    n_dk = np.zeros(theta_bar.shape[1], dtype=np.int64)
+    for d in range(token_ptr.shape[0] - 1):
+        K_d = _doc_counts(token_ptr, z, theta_bar, d, n_dk)
+        n_d = token_ptr[d + 1] - token_ptr[d]
+        _resample_doc_theta_bar(d, theta_bar, m_k, n_dk, K_d, n_d, alpha, a, b, False, rng)
+        _doc_clear(token_ptr, z, d, n_dk)
 
 
 # Eq. (9): θ̄ of the topics in use (a = 0), then the document's empty singleton topics redrawn.
@@ -444,33 +467,10 @@ def resample_theta_bar_ibp(token_ptr, z, theta_bar, m_k, alpha, b, new_rate, phi
     removed = 0
     denied = 0.0
     for d in range(D):
-        lo = token_ptr[d]
-        hi = token_ptr[d + 1]
-        n_d = hi - lo
-        for i in range(lo, hi):
-            n_dk[z[i]] += 1
-        K_d = 0
-        for k in range(K):
-            K_d += theta_bar[d, k]
-        ratio_on = dirichlet_ratio(alpha, K_d - 1, n_d)
-        ratio_off = dirichlet_ratio(alpha, K_d, n_d)
+        K_d = _doc_counts(token_ptr, z, theta_bar, d, n_dk)
+        n_d = token_ptr[d + 1] - token_ptr[d]
         # topics used by other documents: (6) with a = 0
-        for k in range(K):
-            cur = theta_bar[d, k]
-            m_other = m_k[k] - cur
-            if m_other <= 0 or n_dk[k] > 0:
-                continue
-            if cur:
-                p = on_probability(prior_odds(m_other, D - 1, 0.0, b), ratio_on)
-            else:
-                p = on_probability(prior_odds(m_other, D - 1, 0.0, b), ratio_off)
-            new = 1 if uniform(rng, 0) < p else 0
-            if new != cur:
-                theta_bar[d, k] = new
-                m_k[k] += new - cur
-                K_d += new - cur
-                ratio_on = dirichlet_ratio(alpha, K_d - 1, n_d)
-                ratio_off = dirichlet_ratio(alpha, K_d, n_d)
+        K_d = _resample_doc_theta_bar(d, theta_bar, m_k, n_dk, K_d, n_d, alpha, 0.0, b, True, rng)
         # the empty singletons of d are removed (their slots freed) ...
         for k in range(K):
             if theta_bar[d, k] and m_k[k] == 1 and n_dk[k] == 0:
@@ -524,8 +524,7 @@ def resample_theta_bar_ibp(token_ptr, z, theta_bar, m_k, alpha, b, new_rate, phi
             K_obs += 1
             K_d += 1
             created += 1
-        for i in range(lo, hi):
-            n_dk[z[i]] = 0
+        _doc_clear(token_ptr, z, d, n_dk)
     return created, removed, denied
 
 
@@ -636,14 +635,8 @@ def theta_bar_expectation(token_ptr, z, theta_bar, m_k, alpha, a, b, nonparametr
     out = np.zeros((D, K), dtype=np.float64)
     n_dk = np.zeros(K, dtype=np.int64)
     for d in range(D):
-        lo = token_ptr[d]
-        hi = token_ptr[d + 1]
-        n_d = hi - lo
-        for i in range(lo, hi):
-            n_dk[z[i]] += 1
-        K_d = 0
-        for k in range(K):
-            K_d += theta_bar[d, k]
+        K_d = _doc_counts(token_ptr, z, theta_bar, d, n_dk)
+        n_d = token_ptr[d + 1] - token_ptr[d]
         ratio_on = dirichlet_ratio(alpha, K_d - 1, n_d)
         ratio_off = dirichlet_ratio(alpha, K_d, n_d)
         for k in range(K):
@@ -654,12 +647,8 @@ def theta_bar_expectation(token_ptr, z, theta_bar, m_k, alpha, a, b, nonparametr
             m_other = m_k[k] - cur
             if nonparametric and m_other <= 0:
                 continue
-            if cur:
-                out[d, k] = on_probability(prior_odds(m_other, D - 1, a, b), ratio_on)
-            else:
-                out[d, k] = on_probability(prior_odds(m_other, D - 1, a, b), ratio_off)
-        for i in range(lo, hi):
-            n_dk[z[i]] = 0
+            out[d, k] = _theta_bar_conditional(cur, m_other, D, a, b, ratio_on, ratio_off)
+        _doc_clear(token_ptr, z, d, n_dk)
     return out
 
 

@@ -13,57 +13,58 @@ over what is switched on. ``variant`` picks the sides:
 
 Options (symbols of the paper):
     K              topics (the capacity when nonparametric)
-    alpha, beta    α, β: Dirichlet parameter of each active topic / active word
-    eta, delta     η, δ: two-parameter IBP over documents, π_k ~ Beta(ηδ/K, δ);
-                   η is the expected number of active topics per document (K → ∞)
-    gamma, lam     γ, λ: two-parameter IBP over topics, κ_v ~ Beta(γλ/V, λ);
-                   γ is the expected number of active words per topic (V → ∞)
+    alpha, beta    α, β: Dirichlet parameter of each active topic / active word (the
+                   document-topic and topic-word priors, as in every family)
+    theta_bar_mass, theta_bar_concentration
+                   η, δ: two-parameter IBP over documents, π_k ~ Beta(ηδ/K, δ); η is the
+                   expected number of active topics per document (K → ∞)
+    phi_bar_mass, phi_bar_concentration
+                   γ, λ: two-parameter IBP over topics, κ_v ~ Beta(γλ/V, λ); γ is the
+                   expected number of active words per topic (V → ∞)
     nonparametric  K → ∞ on the document side (lida and ftm): Poisson(ηδ/(δ + D − 1)) new
                    topics per document, held in the K slots; K_obs replaces K in (7)
     initial_topics topics in use at the start when nonparametric
 
-The equations (1)-(9) are written out in `topictool.kernels.lida_kernels`, which holds
-every loop; this class owns the arrays, validates options, and assembles metrics and
-snapshots. One iteration is: the topics of all tokens (5), then θ̄ (6) or (9), then φ̄ (7).
-The chain starts with every activation on (LDA's state) and z uniform; nonparametric runs
-start with ``initial_topics`` topics on in every document.
+The IBP options were called eta, delta, gamma and lam (the paper's letters) until eta and
+gamma clashed with the tool's vocabulary (eta: a topic-word prior, gamma: an HDP's top-level
+concentration); the old names still work (``aliases``).
+
+The equations (1)-(9) are written out in `kernels.py` beside this file, which holds every
+loop; this class owns the arrays, validates options, and assembles metrics and snapshots.
+One step is one sweep: the topics of all tokens (5), then θ̄ (6) or (9), then φ̄ (7). The
+chain starts with every activation on (LDA's state) and z uniform; nonparametric runs start
+with ``initial_topics`` topics on in every document.
 
 Memory: 4 bytes of word id and 2 of topic per token (4 when K ≥ 32768), up to two int32
-per token in the word-topic lists, plus D x K and W x K bytes for θ̄ and φ̄ (saved in
-checkpoints as bits).
-Sampling runs on one thread; ``threads`` is accepted for the common interface.
+per token in the word-topic lists, plus D x K and W x K bytes for θ̄ and φ̄ (``theta_on``
+and ``phi_on``; the state arrays ``theta_bar`` and ``phi_bar`` are the same matrices packed
+8 to a byte along each row, as checkpoints hold them). Sampling runs on one thread; --threads
+above 1 is refused.
 """
 
 import numpy as np
 
 from ...errors import InputError
-from ...kernels.rng import make_streams
 from ...snapshot import Snapshot
-from ..base import POSITIVE_INT, PRIOR, Model
+from ..base import POSITIVE_INT, PRIOR, Model, doc_topic_counts
 from . import kernels as kern
 
-STATE_VERSION = 1
 VARIANTS = ("lida", "ftm", "stm", "lda")
+IBP_OPTIONS = ("theta_bar_mass", "theta_bar_concentration", "phi_bar_mass", "phi_bar_concentration")
 
 
-def _check_options(o):
-    if o["variant"] not in VARIANTS:
-        raise InputError(f"option variant={o['variant']!r}: expected one of {', '.join(VARIANTS)}")
-    if o["K"] < 1:
-        raise InputError(f"option K={o['K']}: must be at least 1")
-    if o["K"] >= 2**31:
-        raise InputError(f"option K={o['K']}: too many topics")
-    for key in ("alpha", "beta", "eta", "delta", "gamma", "lam"):
-        if not o[key] > 0:
-            raise InputError(f"option {key}={o[key]!r}: must be > 0")
-    if o["nonparametric"]:
-        if o["variant"] not in ("lida", "ftm"):
-            raise InputError(
-                f"option nonparametric=true needs variant lida or ftm (the document side is the "
-                f"IBP that grows), not variant={o['variant']}"
-            )
-        if not 1 <= o["initial_topics"] <= o["K"]:
-            raise InputError(f"option initial_topics={o['initial_topics']}: must be between 1 and K={o['K']}")
+class PackedBits:
+    """A state array held as bits: reading gives the 0/1 matrix attribute ``matrix`` packed 8
+    to a byte along each row (np.packbits), assigning packed bits unpacks them into it."""
+
+    def __init__(self, matrix):
+        self.matrix = matrix
+
+    def __get__(self, model, owner=None):
+        return self if model is None else np.packbits(getattr(model, self.matrix), axis=1)
+
+    def __set__(self, model, bits):
+        getattr(model, self.matrix)[:] = np.unpackbits(bits, axis=1, count=model.K)
 
 
 class LidaGibbs(Model):
@@ -73,69 +74,66 @@ class LidaGibbs(Model):
         "variant": "lida",
         "alpha": 0.1,
         "beta": 0.01,
-        "eta": 10.0,
-        "delta": 1.0,
-        "gamma": 100.0,
-        "lam": 1.0,
+        "theta_bar_mass": 10.0,
+        "theta_bar_concentration": 1.0,
+        "phi_bar_mass": 100.0,
+        "phi_bar_concentration": 1.0,
         "nonparametric": False,
         "initial_topics": 10,
     }
+    # the paper's letters, the option names until eta and gamma clashed with the tool's vocabulary
+    aliases = dict(zip(("eta", "delta", "gamma", "lam"), IBP_OPTIONS))
     limits = {
         **Model.limits,
-        **{k: PRIOR for k in ("alpha", "beta", "eta", "delta", "gamma", "lam")},
+        **{k: PRIOR for k in ("alpha", "beta", *IBP_OPTIONS)},
         "initial_topics": POSITIVE_INT,
     }
     doc_topic_bytes = 1
+    step_unit = "sweep"
+    supports_threads = False
+    eval_method = "gibbs"
+    STATE_VERSION = 1
+    # θ̄ (D, K) and φ̄ (W, K) in checkpoints: packed bits of theta_on and phi_on
+    theta_bar = PackedBits("theta_on")
+    phi_bar = PackedBits("phi_on")
 
-    def __init__(self, corpus, options, rng_seed, threads=1):
-        self._setup(corpus, options, threads)
-        self.seed = int(rng_seed) & ((1 << 64) - 1)
-        self.iteration = 0
-        self.rng = make_streams(self.seed, 1)
-        if self.nonparametric:
-            K0 = int(self.opts["initial_topics"])
-            self.theta_bar[:, :K0] = 1
-            if self.sparse_phi:
-                self.phi_bar[:, :K0] = 1
-        else:
-            self.theta_bar[:] = 1
-            self.phi_bar[:] = 1
-        kern.init_assignments(self.token_ptr, self.z, self.theta_bar, self.rng)
-        self._rebuild()
+    def state_array_names(self):
+        return ("z",) + ("theta_bar",) * self.sparse_theta + ("phi_bar",) * self.sparse_phi
 
     # -- construction ---------------------------------------------------------------
 
-    def _setup(self, corpus, options, threads):
-        self.opts = self.resolve_options(dict(options))
-        _check_options(self.opts)
-        if int(threads) < 1:
-            raise InputError(f"threads={threads}: must be at least 1")
+    def check_options(self, o):
+        if o["variant"] not in VARIANTS:
+            raise InputError(f"option variant={o['variant']!r}: expected one of {', '.join(VARIANTS)}")
+        if o["nonparametric"]:
+            if o["variant"] not in ("lida", "ftm"):
+                raise InputError(
+                    f"option nonparametric=true needs variant lida or ftm (the document side is the "
+                    f"IBP that grows), not variant={o['variant']}"
+                )
+            if o["initial_topics"] > o["K"]:
+                raise InputError(f"option initial_topics={o['initial_topics']}: must be between 1 and K={o['K']}")
+
+    def allocate(self):
         o = self.opts
-        self.corpus = corpus
-        self.threads = int(threads)
         self.variant = o["variant"]
         self.sparse_theta = self.variant in ("lida", "ftm")
         self.sparse_phi = self.variant in ("lida", "stm")
         self.nonparametric = bool(o["nonparametric"])
-        self.K, self.W, self.D = int(o["K"]), corpus.W, corpus.D
         self.alpha, self.beta = float(o["alpha"]), float(o["beta"])
+        eta, delta = o["theta_bar_mass"], o["theta_bar_concentration"]
+        gamma, lam = o["phi_bar_mass"], o["phi_bar_concentration"]
         # Beta priors of the two IBPs: π_k ~ Beta(a, b), κ_v ~ Beta(c, e)
-        self.a = o["eta"] * o["delta"] / self.K
-        self.b = float(o["delta"])
-        self.c = o["gamma"] * o["lam"] / self.W
-        self.e = float(o["lam"])
-        self.new_rate = o["eta"] * o["delta"] / (o["delta"] + self.D - 1)  # (9)
-        self.token_ptr, self.words = corpus.tokens()
-        self.N = len(self.words)
-        if self.N == 0:
-            raise InputError("the corpus has no tokens")
+        self.a = eta * delta / self.K
+        self.b = float(delta)
+        self.c = gamma * lam / self.W
+        self.e = float(lam)
+        self.new_rate = eta * delta / (delta + self.D - 1)  # (9)
+        self.token_ptr, self.words = self.corpus.tokens()
         self.z = np.zeros(self.N, dtype=np.int16 if self.K < 32768 else np.int32)
-        self.theta_bar = np.zeros((self.D, self.K), dtype=np.uint8)
-        self.phi_bar = np.zeros((self.W, self.K), dtype=np.uint8)
-        if not self.sparse_theta:
-            self.theta_bar[:] = 1
-        if not self.sparse_phi:
-            self.phi_bar[:] = 1
+        # θ̄ and φ̄, all on where the side is not sparse
+        self.theta_on = np.full((self.D, self.K), 0 if self.sparse_theta else 1, dtype=np.uint8)
+        self.phi_on = np.full((self.W, self.K), 0 if self.sparse_phi else 1, dtype=np.uint8)
         freq = np.bincount(self.words, minlength=self.W).astype(np.int64)
         self.tw_ptr = np.zeros(self.W + 1, dtype=np.int64)
         np.cumsum(np.minimum(freq, self.K), out=self.tw_ptr[1:])
@@ -143,19 +141,56 @@ class LidaGibbs(Model):
         self.tw_count = np.zeros(self.tw_ptr[-1], dtype=np.int32)
         self.tw_len = np.zeros(self.W, dtype=np.int32)
         self.n_k = np.zeros(self.K, dtype=np.int32)
-        self.last = {}
+
+    def initialise(self):
+        if self.nonparametric:
+            K0 = int(self.opts["initial_topics"])
+            self.theta_on[:, :K0] = 1
+            if self.sparse_phi:
+                self.phi_on[:, :K0] = 1
+        else:
+            self.theta_on[:] = 1
+            self.phi_on[:] = 1
+        kern.init_assignments(self.token_ptr, self.z, self.theta_on, self.rng)
+        self._rebuild()
+
+    def restored(self):
+        if int(self.z.min()) < 0 or int(self.z.max()) >= self.K:
+            raise InputError(f"state has topic assignments outside 0..{self.K - 1} (K={self.K})")
+        if kern.count_violations(self.token_ptr, self.words, self.z, self.theta_on, self.phi_on):
+            raise InputError("state puts tokens on inactive (document, topic) or (word, topic) pairs")
+        self._rebuild()
 
     def _rebuild(self):
         """Counts and activation totals from z, θ̄ and φ̄ (all integers: exact)."""
         kern.build_counts(self.words, self.z, self.tw_ptr, self.tw_topic, self.tw_count, self.tw_len, self.n_k)
-        self.m_k = self.theta_bar.sum(axis=0, dtype=np.int64)  # documents per topic
-        self.m_v = self.phi_bar.sum(axis=1, dtype=np.int64)  # topics per word
-        self.V_k = self.phi_bar.sum(axis=0, dtype=np.int64)  # words per topic
+        self.m_k = self.theta_on.sum(axis=0, dtype=np.int64)  # documents per topic
+        self.m_v = self.phi_on.sum(axis=1, dtype=np.int64)  # topics per word
+        self.V_k = self.phi_on.sum(axis=0, dtype=np.int64)  # words per topic
 
     def _in_use(self):
         if self.nonparametric:
             return (self.m_k > 0).astype(np.uint8)
         return np.ones(self.K, dtype=np.uint8)
+
+    def _phi_bar_args(self):
+        """The arguments resample_phi_bar and phi_bar_expectation share: the word lists, φ̄ and
+        its totals, the topics in use and their number, β and the Beta prior of κ."""
+        in_use = self._in_use()
+        return (
+            self.tw_ptr,
+            self.tw_topic,
+            self.tw_len,
+            self.phi_on,
+            self.m_v,
+            self.V_k,
+            self.n_k,
+            in_use,
+            self.beta,
+            self.c,
+            self.e,
+            int(in_use.sum()),
+        )
 
     # -- the Model protocol ---------------------------------------------------------
 
@@ -165,8 +200,8 @@ class LidaGibbs(Model):
             self.token_ptr,
             self.words,
             self.z,
-            self.theta_bar,
-            self.phi_bar,
+            self.theta_on,
+            self.phi_on,
             self.tw_ptr,
             self.tw_topic,
             self.tw_count,
@@ -183,12 +218,12 @@ class LidaGibbs(Model):
                 created, removed, denied = kern.resample_theta_bar_ibp(
                     self.token_ptr,
                     self.z,
-                    self.theta_bar,
+                    self.theta_on,
                     self.m_k,
                     self.alpha,
                     self.b,
                     self.new_rate,
-                    self.phi_bar,
+                    self.phi_on,
                     self.m_v,
                     self.V_k,
                     self.c,
@@ -201,25 +236,10 @@ class LidaGibbs(Model):
                 )
             else:
                 kern.resample_theta_bar(
-                    self.token_ptr, self.z, self.theta_bar, self.m_k, self.alpha, self.a, self.b, self.rng
+                    self.token_ptr, self.z, self.theta_on, self.m_k, self.alpha, self.a, self.b, self.rng
                 )
         if self.sparse_phi:
-            in_use = self._in_use()
-            kern.resample_phi_bar(
-                self.tw_ptr,
-                self.tw_topic,
-                self.tw_len,
-                self.phi_bar,
-                self.m_v,
-                self.V_k,
-                self.n_k,
-                in_use,
-                self.beta,
-                self.c,
-                self.e,
-                int(in_use.sum()),
-                self.rng,
-            )
+            kern.resample_phi_bar(*self._phi_bar_args(), self.rng)
         self.iteration += 1
         metrics.update(self.activation_metrics())
         metrics["rejected_draws_per_token"] = round(int(rejections) / self.N, 6)
@@ -246,7 +266,7 @@ class LidaGibbs(Model):
         return kern.theta_bar_expectation(
             self.token_ptr,
             self.z,
-            self.theta_bar,
+            self.theta_on,
             self.m_k,
             self.alpha,
             0.0 if self.nonparametric else self.a,
@@ -256,23 +276,9 @@ class LidaGibbs(Model):
 
     def expected_phi_bar(self):
         """⟨φ̄⟩ (W, K): 1 where the topic emits the word, else the conditional (7)."""
-        in_use = self._in_use()
         if not self.sparse_phi:
-            return np.broadcast_to(in_use.astype(np.float64), (self.W, self.K)).copy()
-        return kern.phi_bar_expectation(
-            self.tw_ptr,
-            self.tw_topic,
-            self.tw_len,
-            self.phi_bar,
-            self.m_v,
-            self.V_k,
-            self.n_k,
-            in_use,
-            self.beta,
-            self.c,
-            self.e,
-            int(in_use.sum()),
-        )
+            return np.broadcast_to(self._in_use().astype(np.float64), (self.W, self.K)).copy()
+        return kern.phi_bar_expectation(*self._phi_bar_args())
 
     def word_topic_counts(self):
         """n_vk (W x K int64)."""
@@ -280,7 +286,7 @@ class LidaGibbs(Model):
 
     def expected_theta(self):
         """E[θ] of (8) for the training documents, (D, K) rows summing to 1."""
-        t = self.alpha * self.expected_theta_bar() + self.doc_topic_counts()
+        t = self.alpha * self.expected_theta_bar() + self._doc_topic_counts()
         t[t.sum(axis=1) == 0] = self._in_use()  # an empty document no topic expects: uniform
         return t / t.sum(axis=1, keepdims=True)
 
@@ -320,54 +326,6 @@ class LidaGibbs(Model):
         }
         return Snapshot(phi=phi[keep], alpha=alpha[keep], topic_weight=weight[keep], vocab=self.corpus.vocab, meta=meta)
 
-    def state(self):
-        s = {
-            "version": np.int64(STATE_VERSION),
-            "z": self.z.copy(),
-            "rng": self.rng.copy(),
-            "iteration": np.int64(self.iteration),
-            "seed": np.uint64(self.seed),
-        }
-        if self.sparse_theta:  # the activations as bits, 8 to a byte along each row
-            s["theta_bar"] = np.packbits(self.theta_bar, axis=1)
-        if self.sparse_phi:
-            s["phi_bar"] = np.packbits(self.phi_bar, axis=1)
-        return s
-
-    @classmethod
-    def from_state(cls, corpus, options, arrays, threads=1):
-        self = cls.__new__(cls)
-        self._setup(corpus, options, threads)
-        need = ["z", "rng", "iteration", "seed"] + ["theta_bar"] * self.sparse_theta + ["phi_bar"] * self.sparse_phi
-        missing = [k for k in need if k not in arrays]
-        if missing:
-            raise InputError(f"lida-gibbs state lacks {', '.join(missing)}")
-        version = int(arrays.get("version", STATE_VERSION))
-        if version > STATE_VERSION:
-            raise InputError(f"lida-gibbs state version {version} is newer than this topictool understands")
-        z = np.asarray(arrays["z"])
-        if z.shape != (self.N,):
-            raise InputError(f"state has {z.size} assignments but the corpus has {self.N} tokens")
-        if int(z.min()) < 0 or int(z.max()) >= self.K:
-            raise InputError(f"state has topic assignments outside 0..{self.K - 1} (K={self.K})")
-        for name, rows in (("theta_bar", self.D), ("phi_bar", self.W)):
-            if name in need:
-                bits = np.asarray(arrays[name])
-                if bits.dtype != np.uint8 or bits.shape != (rows, (self.K + 7) // 8):
-                    raise InputError(f"state {name} must hold {rows} rows of {self.K} packed bits")
-                getattr(self, name)[:] = np.unpackbits(bits, axis=1, count=self.K)
-        rng = np.asarray(arrays["rng"], dtype=np.uint64)
-        if rng.shape != (1, 4):
-            raise InputError("state rng must have shape (1, 4)")
-        self.z[:] = z
-        self.rng = rng.copy()
-        self.iteration = int(arrays["iteration"])
-        self.seed = int(arrays["seed"])
-        if kern.count_violations(self.token_ptr, self.words, self.z, self.theta_bar, self.phi_bar):
-            raise InputError("state puts tokens on inactive (document, topic) or (word, topic) pairs")
-        self._rebuild()
-        return self
-
     def check_invariants(self):
         """Raise AssertionError unless the counts agree with z and no token sits on an inactive pair."""
 
@@ -387,31 +345,34 @@ class LidaGibbs(Model):
             fail("the word-topic counts n_vk disagree with z")
         if int(self.n_k.sum(dtype=np.int64)) != self.N:
             fail("n_k does not sum to N")
-        bad = kern.count_violations(self.token_ptr, self.words, self.z, self.theta_bar, self.phi_bar)
+        bad = kern.count_violations(self.token_ptr, self.words, self.z, self.theta_on, self.phi_on)
         if bad:
             fail(f"{bad} tokens sit on an inactive (document, topic) or (word, topic) pair")
-        if not np.array_equal(self.m_k, self.theta_bar.sum(axis=0)):
+        if not np.array_equal(self.m_k, self.theta_on.sum(axis=0)):
             fail("m_k (documents per topic) disagrees with theta_bar")
         if not (
-            np.array_equal(self.m_v, self.phi_bar.sum(axis=1)) and np.array_equal(self.V_k, self.phi_bar.sum(axis=0))
+            np.array_equal(self.m_v, self.phi_on.sum(axis=1)) and np.array_equal(self.V_k, self.phi_on.sum(axis=0))
         ):
             fail("m_v or V_k disagrees with phi_bar")
-        if not self.sparse_theta and not self.theta_bar.all():
+        if not self.sparse_theta and not self.theta_on.all():
             fail(f"variant {self.variant} switched off a (document, topic) pair")
-        if not self.sparse_phi and not self.phi_bar.all():
+        if not self.sparse_phi and not self.phi_on.all():
             fail(f"variant {self.variant} switched off a (word, topic) pair")
         if self.nonparametric:
             free = self.m_k == 0
-            if self.sparse_phi and self.phi_bar[:, free].any():
+            if self.sparse_phi and self.phi_on[:, free].any():
                 fail("a topic not in use keeps active words")
             if self.n_k[free].any():
                 fail("a topic not in use holds tokens")
 
     # -- extras ---------------------------------------------------------------------
 
-    def doc_topic_counts(self):
-        """n_dk (D x K int64), computed from z."""
-        d = np.repeat(np.arange(self.D), np.diff(self.token_ptr))
-        out = np.zeros((self.D, self.K), dtype=np.int64)
-        np.add.at(out, (d, self.z.astype(np.int64)), 1)
-        return out
+    def _doc_topic_counts(self):
+        """n_dk (D x K int32) over every slot, computed from z."""
+        return doc_topic_counts(self.token_ptr, self.z, self.K)
+
+    def doc_topics(self):
+        """n_dk of the training documents for the snapshot's topics: every slot, or the
+        topics in use when nonparametric (the snapshot keeps only those)."""
+        n_dk = self._doc_topic_counts()
+        return n_dk[:, self._in_use().astype(bool)] if self.nonparametric else n_dk

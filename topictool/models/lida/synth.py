@@ -1,7 +1,8 @@
 """Synthetic corpora from the LIDA generative process (sparse θ and sparse φ), with the truth.
 
 Archambeau, Lakshminarayanan & Bouchard (2015), finite K, symbols as in
-`topictool.kernels.lida_kernels`:
+`topictool.models.lida.kernels` (option names of the model in brackets: eta [theta_bar_mass],
+delta [theta_bar_concentration], gamma [phi_bar_mass], lam [phi_bar_concentration]):
 
     π_k ~ Beta(ηδ/K, δ)         θ̄_kd ~ Bernoulli(π_k)      θ_d ~ Dirichlet(α) over {k: θ̄_kd = 1}
     κ_v ~ Beta(γλ/V, λ)         φ̄_vk ~ Bernoulli(κ_v)      φ_k ~ Dirichlet(β) over {v: φ̄_vk = 1}
