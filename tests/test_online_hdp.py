@@ -253,7 +253,7 @@ def test_accepted_moves_raise_the_minibatch_bound(move_state):
 
 @pytest.mark.parametrize("update", ["joint", "fixed-theta"])
 def test_batch_bound_never_decreases(small_bars, update):
-    model = make(oh.BatchHdp, small_bars[0], K=8, hyper_burn_in=2, optimize_eta=True, global_update=update)
+    model = make(oh.BatchHdp, small_bars[0], K=8, hyper_burn_in=2, optimize_beta=True, global_update=update)
     bounds = []
     for _ in range(8):
         r = model.step()
@@ -284,7 +284,7 @@ def test_state_round_trip_resumes_bit_for_bit(small_bars, name):
     for k in sa:
         assert np.array_equal(sa[k], sb[k]), k
     snap = a.snapshot().check()
-    assert np.allclose(snap.alpha, a.alpha * a.beta[:-1])
+    assert np.allclose(snap.alpha, a.alpha * a.beta_star[:-1])
     a.check_invariants()
 
 
@@ -320,6 +320,80 @@ def test_options_are_checked(small_bars):
         oh.OnlineHdp.resolve_options({"no_such_option": 1})
     with pytest.raises(InputError):
         make(oh.BatchHdp, train, global_update="sometimes")
+
+
+def test_old_option_names_still_work(small_bars):
+    """eta and optimize_eta (the paper's letter) were the names of beta and optimize_beta."""
+    for cls in MODELS.values():
+        old = cls.resolve_options({"eta": 0.05, "optimize_eta": False})
+        assert old == cls.resolve_options({"beta": 0.05, "optimize_beta": False})
+        assert "eta" not in old and old["beta"] == 0.05
+        with pytest.raises(InputError):
+            cls.resolve_options({"eta": 0.05, "beta": 0.02})
+    model = make(oh.OnlineHdp, small_bars[0], K=3, eta=0.05)
+    assert model.beta == 0.05 and np.all(model.lam > 0.05)
+
+
+def test_protocol_declarations(small_bars):
+    train = small_bars[0]
+    assert oh.OnlineHdp.step_unit == oh.OnlineHdpSplitMerge.step_unit == "minibatch"
+    assert oh.BatchHdp.step_unit == "pass"
+    for cls in MODELS.values():
+        assert not cls.supports_threads and cls.eval_method == "vb"
+        with pytest.raises(InputError):
+            cls.check_threads(2)
+        with pytest.raises(InputError):
+            make(cls, train, K=0)
+        with pytest.raises(InputError):
+            make(cls, train, local_iterations=0)
+    with pytest.raises(InputError):
+        make(oh.OnlineHdp, train, minibatch=0)
+    with pytest.raises(InputError):
+        make(oh.OnlineHdp, train, tau=0.0)
+    with pytest.raises(InputError):
+        make(oh.OnlineHdpSplitMerge, train, K=5, max_topics=4)
+    with pytest.raises(InputError):
+        make(oh.OnlineHdpSplitMerge, train, split_iterations=0)
+    # hdp-batch keeps theta, so it has per-document (expected) topic counts; the online models do not
+    batch = make(oh.BatchHdp, train, K=4)
+    assert batch.doc_topics() is None
+    batch.step()
+    n = batch.doc_topics()
+    assert n.shape == (train.D, 4)
+    assert np.allclose(n.sum(axis=1), train.doc_lengths(), rtol=1e-9)
+    assert make(oh.OnlineHdp, train, K=3).doc_topics() is None
+
+
+def test_resume_checks(small_bars):
+    train = small_bars[0]
+    sm_opts = oh.OnlineHdpSplitMerge.resolve_options(dict(K=3, minibatch=50))
+    model = oh.OnlineHdpSplitMerge(train, sm_opts, 1)
+    for _ in range(20):
+        model.step()
+    assert model.K != 3  # the moves changed K: lam and beta_star are resizable
+    state = model.state()
+    back = oh.OnlineHdpSplitMerge.from_state(train, sm_opts, state)
+    assert back.K == model.K and np.array_equal(back.lam, model.lam)
+    # a state written before the rename (version 1: beta was beta*, hyper held alpha, gamma, eta)
+    old = {k: v for k, v in state.items() if k not in ("beta_star", "alpha", "gamma", "beta")}
+    old.update(version=np.int64(1), beta=state["beta_star"], hyper=np.array([10.0, 1.0, 0.01]))
+    with pytest.raises(InputError, match="lacks beta_star"):
+        oh.OnlineHdpSplitMerge.from_state(train, sm_opts, old)
+    bad = dict(state, beta_star=state["beta_star"][:-1])
+    with pytest.raises(InputError):
+        oh.OnlineHdpSplitMerge.from_state(train, sm_opts, bad)
+    bad = dict(state, beta=np.float64(-1.0))
+    with pytest.raises(InputError):
+        oh.OnlineHdpSplitMerge.from_state(train, sm_opts, bad)
+    online_opts = oh.OnlineHdp.resolve_options(dict(K=3, minibatch=50))
+    online = oh.OnlineHdp(train, online_opts, 1)
+    online.step()
+    bad = dict(online.state(), order=np.zeros(train.D, dtype=np.int64))
+    with pytest.raises(InputError):
+        oh.OnlineHdp.from_state(train, online_opts, bad)
+    bad = dict(online.state(), lam=np.ones((4, train.W)))  # hdp-online's K is fixed
+    with pytest.raises(InputError):
+        oh.OnlineHdp.from_state(train, online_opts, bad)
 
 
 def test_training_loop_run_and_exact_resume(small_bars, tmp_path, monkeypatch):

@@ -247,6 +247,7 @@ def bars_one(spec):
         "heldout_log_likelihood_per_token": res["log_likelihood_per_token"],
         "perplexity": res["perplexity"],
         "alpha": model.alpha,
+        "beta": model.beta,  # the learned topic-word prior (option beta, the paper's eta)
         "seconds": secs,
         "history": history,
     }

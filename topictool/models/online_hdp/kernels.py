@@ -50,15 +50,23 @@ from ...kernels.special import digamma
 @numba.njit(cache=True, nogil=True)
 def expected_log_topics(lam, words, elog_wk):
     """elog_wk[u, k] = E_q[log phi_{k, words[u]}] under q(phi_k) = Dir(lam[k])."""
-    K, W = lam.shape
+    K = lam.shape[0]
     U = words.shape[0]
     for k in range(K):
-        s = 0.0
-        for w in range(W):
-            s += lam[k, w]
-        ps = digamma(s)
+        ps = digamma(_row_sum(lam, k))
         for u in range(U):
             elog_wk[u, k] = digamma(lam[k, words[u]]) - ps
+
+
+# A row sum of a 2-D array: the one loop of the kernels below that need sum_w lambda_kw or
+# sum_k theta_jk, so that they all add in the same order and agree bit for bit.
+@numba.njit(cache=True, nogil=True)
+def _row_sum(a, r):
+    """sum_i a[r, i], in index order."""
+    s = 0.0
+    for x in a[r]:
+        s += x
+    return s
 
 
 # T_k = E[log p(phi_k | eta)] - E[log q(phi_k | lambda_k)]: the per-topic terms of the bound (eq. 2).
@@ -70,9 +78,7 @@ def topic_terms(lam, eta, out, elog_sum):
     K, W = lam.shape
     const = math.lgamma(W * eta) - W * math.lgamma(eta)
     for k in range(K):
-        s = 0.0
-        for w in range(W):
-            s += lam[k, w]
+        s = _row_sum(lam, k)
         ps = digamma(s)
         t = const - math.lgamma(s)
         e = 0.0
@@ -306,10 +312,7 @@ def expected_log_pi_sums(theta, out):
     for k in range(K1):
         out[k] = 0.0
     for j in range(S):
-        s = 0.0
-        for k in range(K1):
-            s += theta[j, k]
-        ps = digamma(s)
+        ps = digamma(_row_sum(theta, j))
         for k in range(K1):
             out[k] += digamma(theta[j, k]) - ps
 

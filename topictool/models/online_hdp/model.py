@@ -7,6 +7,11 @@
 Model (HDP-LDA, direct assignment): beta ~ GEM(gamma); pi_j ~ DP(alpha beta);
 phi_k ~ Dir(eta); z_jn ~ pi_j; w_jn ~ phi_{z_jn}.
 
+Names: the formulas and the functions of this module use the paper's letters. Its eta, the
+topic-word prior, is the option ``beta`` (the tool's name for it in every model; ``eta`` and
+``optimize_eta`` are accepted as aliases) and the models' attribute ``beta``; its beta*, the
+global topic weights, is the attribute ``beta_star``.
+
 Variational family (section 2): q(beta) a point mass at beta* ((K+1)-vector: K topics
 and the remaining mass), q(phi_k) = Dir(lambda_k), q(pi_j) = Dir(theta_j) over the
 K topics and the remainder, q(z_jn) = Cat(varphi_jn) over the K topics only
@@ -14,13 +19,14 @@ K topics and the remainder, q(z_jn) = Cat(varphi_jn) over the K topics only
 
 Updates (equation labels as in docs/models/online_hdp.md):
     (L1) varphi_jwk ∝ exp{E[log phi_kw] + E[log pi_jk]}
-    (L2) theta_jk = alpha beta*_k + sum_w n_jw varphi_jwk          (kernels/online_hdp_kernels.e_step)
+    (L2) theta_jk = alpha beta*_k + sum_w n_jw varphi_jwk          (kernels.e_step)
     (G1) batch:  lambda_kw = eta + sum_j n_jw varphi_jwk
     (G2) online: lambda-hat_kw = eta + D/|S| sum_{j in S} n_jw varphi_jwk,
                  lambda <- (1 - rho_t) lambda + rho_t lambda-hat, rho_t = (tau + t)^-kappa,
                  done on the pseudo-counts lambda - eta (identical while eta is fixed)
     (G3) beta*:  maximiser of log p(v* | gamma) + sum_j [E log p(pi_j | alpha beta*) - E log q(pi_j)]
-                 by L-BFGS over the stick logits -- jointly with theta (``beta_objective``,
+                 by projected L-BFGS over the stick logits (quasi_newton.py: no BLAS, so the
+                 same result on every CPU) -- jointly with theta (``beta_objective``,
                  default) or with theta fixed as in the paper's supplement
                  (``beta_objective_fixed_theta``, option global_update="fixed-theta");
                  online: beta-hat from the minibatch (document terms scaled by D/|S|),
@@ -34,21 +40,28 @@ Updates (equation labels as in docs/models/online_hdp.md):
     iteration after ``hyper_burn_in``, each guarded so that the bound never decreases.
 
 The evidence lower bound (eq. 2 and the supplement) is split into per-topic and
-per-document terms in kernels/online_hdp_kernels (module docstring).
+per-document terms in kernels.py (module docstring).
 
-One step() is one minibatch of ``minibatch`` documents for the online models (passes
-visit the documents in a fresh random order each time) and one full coordinate-ascent
-iteration (local step on every document, then lambda, beta*, hyperparameters) for
-hdp-batch. Topics are kept in decreasing order of beta* (for reading; the bound does not
-depend on the order).
+One step() is one minibatch of ``minibatch`` documents for the online models (step_unit
+"minibatch"; passes visit the documents in a fresh random order each time) and one full
+coordinate-ascent iteration (local step on every document, then lambda, beta*,
+hyperparameters) for hdp-batch (step_unit "pass"). Topics are kept in decreasing order of
+beta* (for reading; the bound does not depend on the order).
 
-Metrics of step(): documents_seen, tokens (visited by this step), topics, elbo (online: the minibatch bound
-L_S = log p(beta*) + sum_k T_k + D/|S| sum_{j in S} l_j of the model as it met the
-minibatch, after its local step; batch: the full bound after the iteration),
-elbo_per_token, rho, alpha, gamma, eta, beta_remainder, documents_per_s, and for
-hdp-online-sm the tried and accepted splits and merges (split_merge.run_moves).
+Metrics of step(): documents_seen, tokens (online: the minibatch's), topics, elbo (online:
+the minibatch bound L_S = log p(beta*) + sum_k T_k + D/|S| sum_{j in S} l_j of the model as it
+met the minibatch, after its local step; batch: the full bound after the iteration),
+elbo_per_token, rho (online), alpha, gamma, beta (the prior eta), beta_remainder,
+documents_per_s, and for hdp-online-sm the tried and accepted splits and merges
+(split_merge.run_moves).
 ``eval_method = "vb"``: the snapshot's alpha is alpha beta*_k for the K topics, phi is
 E[phi_k] = lambda_k / sum_w lambda_kw.
+
+State (base.Model.state): lam, beta_star, alpha, gamma, beta; online also the pass's document
+order and cursor; hdp-batch theta (D x (K+1)). hdp-online-sm's lam and beta_star change shape
+with K. documents_seen follows from the iteration; the online minibatch bound of the last step
+is not kept (log_likelihood() is NaN after a resume until the next step). Version 1 states
+(keys beta for beta*, hyper) are refused: they lack beta_star.
 """
 
 import math
@@ -58,14 +71,12 @@ import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
 from ...errors import InputError
-from ...kernels.rng import make_streams, shuffle, uniform
+from ...kernels.rng import shuffle, uniform
 from ...snapshot import Snapshot
-from ..base import NONNEGATIVE, POSITIVE, PRIOR, Model
+from ..base import KAPPA, NONNEGATIVE, POSITIVE, POSITIVE_INT, PRIOR, Model, Range
 from . import kernels as kern
 from .quasi_newton import maximize_box
 from .split_merge import Minibatch, MoveState, combine, run_moves
-
-STATE_VERSION = 1
 
 # Shape of the Gamma(shape, 1/shape) noise of the initial lambda (Hoffman et al. 2010 use 100).
 INIT_SHAPE = 100.0
@@ -287,72 +298,61 @@ def elog_pi_sums(theta):
 # the models
 
 
-def _positive(opts, *names):
-    for n in names:
-        if not (opts[n] > 0):
-            raise InputError(f"option {n}={opts[n]!r}: must be > 0")
-
-
 class _VariationalHdp(Model):
-    """What the three models share: options, lambda/beta*/hyperparameters, snapshot, bound."""
+    """What the three models share: options, lambda/beta*/hyperparameters, snapshot, bound.
+
+    Attributes: lam (K, W) lambda; beta_star (K+1) beta*; alpha, gamma; beta the topic-word prior
+    (the paper's eta; option ``beta``, ``eta`` before the rename). Topics are kept in decreasing
+    order of beta*."""
 
     eval_method = "vb"
-    limits = {
-        **Model.limits,
-        "alpha": PRIOR,
-        "gamma": PRIOR,
-        "eta": PRIOR,
-        "hyper_burn_in": NONNEGATIVE,
-        "local_tol": PRIOR,
-        "tau": POSITIVE,
-    }  # rho_t = (tau + t)^-kappa from t = 0
-    doc_topic_bytes = 0  # hdp-batch keeps theta (D x K) dense: see BatchHdp
-    equal_start = True  # initial beta*: equal shares (fixed truncation) or the GEM prior mean
+    supports_threads = False  # the kernels are serial
+    STATE_VERSION = 2  # 2: keys lam, beta_star, alpha, gamma, beta (the prior) in place of beta (beta*), hyper
     defaults = {
         "K": 100,
         "alpha": 10.0,
         "gamma": 1.0,
-        "eta": 0.01,
+        "beta": 0.01,
         "optimize_alpha": True,
         "optimize_gamma": True,
-        "optimize_eta": True,
+        "optimize_beta": True,
         "hyper_burn_in": 10,
         "global_update": "joint",
         "local_iterations": 100,
         "local_tol": 1e-3,
     }
+    # the paper's name of the topic-word prior, the option's name until it took the tool's
+    aliases = {"eta": "beta", "optimize_eta": "optimize_beta"}
+    limits = {
+        **Model.limits,
+        "alpha": PRIOR,
+        "gamma": PRIOR,
+        "beta": PRIOR,
+        "hyper_burn_in": NONNEGATIVE,
+        "local_iterations": POSITIVE_INT,
+        "local_tol": PRIOR,
+    }
+    state_arrays = ("lam", "beta_star")
+    state_scalars = {"alpha": float, "gamma": float, "beta": float}
+    equal_start = True  # initial beta*: equal shares (fixed truncation) or the GEM prior mean
 
-    def _setup(self, corpus, options, threads):
-        self.opts = self.resolve_options(dict(options))
+    def check_options(self, opts):
+        if opts["global_update"] not in ("joint", "fixed-theta"):
+            raise InputError(f"option global_update={opts['global_update']!r}: expected joint or fixed-theta")
+
+    def rng_streams(self):
+        return 2  # row 0: initialisation and document order; row 1: the moves
+
+    def allocate(self):
         o = self.opts
-        if o["K"] < 1:
-            raise InputError(f"option K={o['K']}: must be at least 1")
-        _positive(o, "alpha", "gamma", "eta", "local_tol")
-        if o["local_iterations"] < 1:
-            raise InputError(f"option local_iterations={o['local_iterations']}: must be at least 1")
-        if o["hyper_burn_in"] < 0:
-            raise InputError(f"option hyper_burn_in={o['hyper_burn_in']}: must be >= 0")
-        if o["global_update"] not in ("joint", "fixed-theta"):
-            raise InputError(f"option global_update={o['global_update']!r}: expected joint or fixed-theta")
-        self._check_options(o)
-        self.corpus = corpus
-        self.D, self.W = corpus.D, corpus.W
-        self.N = corpus.N
-        if self.N == 0:
-            raise InputError("the corpus has no tokens")
-        self.threads = int(threads)  # the kernels are serial; accepted for the protocol
+        self.alpha, self.gamma, self.beta = float(o["alpha"]), float(o["gamma"]), float(o["beta"])
+        self.lam = np.empty((self.K, self.W))
+        self.beta_star = np.empty(self.K + 1)
+        self.last_elbo = float("nan")
 
-    def _check_options(self, o):
-        pass
-
-    def _init_globals(self, rng_seed):
-        o = self.opts
-        self.seed = int(rng_seed) & ((1 << 64) - 1)
-        self.rng = make_streams(self.seed, 2)  # row 0: initialisation and document order; row 1: moves
-        self.alpha, self.gamma, self.eta = float(o["alpha"]), float(o["gamma"]), float(o["eta"])
-        K = int(o["K"])
-        self.lam = np.empty((K, self.W))
-        kern.random_topics(self.rng, 0, self.eta, INIT_SHAPE, self.lam)
+    def initialise(self):
+        K = self.K
+        kern.random_topics(self.rng, 0, self.beta, INIT_SHAPE, self.lam)
         # beta*: the GEM(gamma) prior mean, E[v] = 1 / (1 + gamma) for every stick, so beta*
         # decreases geometrically. With a fixed truncation (equal_start) the K topics share
         # 1 - beta*_{K+1} equally instead: from the prior mean, topic 40 of 50 starts at
@@ -363,32 +363,40 @@ class _VariationalHdp(Model):
         v = 1.0 / (1.0 + self.gamma)
         if self.equal_start:
             rest = max((1.0 - v) ** K, BETA_FLOOR)
-            self.beta = np.append(np.full(K, (1.0 - rest) / K), rest)
+            self.beta_star = np.append(np.full(K, (1.0 - rest) / K), rest)
         else:
             sticks = [max(v * (1.0 - v) ** k, BETA_FLOOR) for k in range(K)]  # Python's pow: libm, not numpy's SIMD
-            self.beta = np.array([*sticks, (1.0 - v) ** K])
-            self.beta /= self.beta.sum()
-        self.iteration = 0
-        self.documents_seen = 0
+            self.beta_star = np.array([*sticks, (1.0 - v) ** K])
+            self.beta_star /= self.beta_star.sum()
 
-    @property
-    def K(self):
-        return self.lam.shape[0]
+    def restored(self):
+        lam, beta_star = self.lam, self.beta_star
+        if lam.shape[1] != self.W or beta_star.shape != (lam.shape[0] + 1,):
+            raise InputError(
+                f"{self.name} state: lam {lam.shape} and beta_star {beta_star.shape} do not fit "
+                f"W={self.W} words and K+1 entries"
+            )
+        if not (np.all(lam > 0) and np.all(beta_star > 0)):
+            raise InputError(f"{self.name} state: lam and beta_star must be positive")
+        for name in self.state_scalars:
+            if not getattr(self, name) > 0:
+                raise InputError(f"{self.name} state: {name}={getattr(self, name)!r} must be positive")
+        self.K = lam.shape[0]
 
     # -- pieces of the bound --------------------------------------------------------
 
     def _topic_terms(self, lam=None):
         lam = self.lam if lam is None else lam
         out = np.empty(lam.shape[0])
-        kern.topic_terms(lam, self.eta, out, np.empty(lam.shape[0]))
+        kern.topic_terms(lam, self.beta, out, np.empty(lam.shape[0]))
         return out
 
-    def _local_step(self, mb, theta, init_theta, keep_phi, max_iter=None, lam=None, alpha=None, beta=None):
+    def _local_step(self, mb, theta, init_theta, keep_phi, max_iter=None, lam=None, alpha=None, beta_star=None):
         """kernels.e_step on a minibatch (with the model's lambda, alpha, beta* unless given);
         returns (sstats (U, K), phi, doc_elbo, doc_iters)."""
         lam = self.lam if lam is None else lam
         alpha = self.alpha if alpha is None else alpha
-        beta = self.beta if beta is None else beta
+        beta_star = self.beta_star if beta_star is None else beta_star
         K = lam.shape[0]
         elog = np.empty((mb.U, K))
         kern.expected_log_topics(lam, mb.words, elog)
@@ -402,7 +410,7 @@ class _VariationalHdp(Model):
             mb.cnt,
             elog,
             alpha,
-            alpha * beta,
+            alpha * beta_star,
             theta,
             init_theta,
             self.opts["local_iterations"] if max_iter is None else max_iter,
@@ -417,11 +425,11 @@ class _VariationalHdp(Model):
     def _sort_topics(self, *columns_of):
         """Put the topics in decreasing order of beta*; permutes lambda, beta* and the given
         (rows, K+1) theta-like arrays' first K columns. Returns the permutation."""
-        order = np.argsort(-self.beta[:-1], kind="stable")
+        order = np.argsort(-self.beta_star[:-1], kind="stable")
         if np.array_equal(order, np.arange(self.K)):
             return order
         self.lam = self.lam[order]
-        self.beta = np.concatenate([self.beta[order], self.beta[-1:]])
+        self.beta_star = np.concatenate([self.beta_star[order], self.beta_star[-1:]])
         for a in columns_of:
             a[:, :-1] = a[:, order]
         return order
@@ -438,19 +446,41 @@ class _VariationalHdp(Model):
             def objective(b):
                 return beta_objective_fixed_theta(b, weight * elps, weight * theta.shape[0], self.alpha, self.gamma)
 
-        return optimize_beta(self.beta, objective)
+        return optimize_beta(self.beta_star, objective)
 
-    def _alpha_hat(self, theta, n, beta, weight):
+    def _alpha_hat(self, theta, n, beta_star, weight):
         if self.opts["global_update"] == "joint":
-            return newton_alpha_collapsed(self.alpha, beta, n, n.sum(axis=1), weight)
-        return newton_alpha(self.alpha, beta, weight * elog_pi_sums(theta), weight * theta.shape[0])
+            return newton_alpha_collapsed(self.alpha, beta_star, n, n.sum(axis=1), weight)
+        return newton_alpha(self.alpha, beta_star, weight * elog_pi_sums(theta), weight * theta.shape[0])
+
+    def _prior_update(self, elog_sum):
+        """(H2): the topic-word prior's maximiser given sum_k sum_w E[log phi_kw]."""
+        return newton_eta(self.beta, float(elog_sum.sum()), self.K, self.W)
+
+    def _metrics(self, started, docs, elbo, weighted_tokens, **extra):
+        """The metrics every step reports (module docstring); elbo_per_token divides elbo by
+        ``weighted_tokens`` (online: D/|S| times the minibatch's tokens)."""
+        dt = time.perf_counter() - started
+        out = {
+            "documents_seen": self.documents_seen,
+            "topics": self.K,
+            "elbo": float(elbo),
+            "elbo_per_token": float(elbo / weighted_tokens) if weighted_tokens else None,
+            **extra,
+            "alpha": self.alpha,
+            "gamma": self.gamma,
+            "beta": self.beta,
+            "beta_remainder": float(self.beta_star[-1]),
+            "documents_per_s": round(docs / dt, 1) if dt > 0 else None,
+        }
+        return out
 
     # -- the Model protocol ------------------------------------------------------------
 
     def snapshot(self):
         phi = self.lam / self.lam.sum(axis=1, keepdims=True)
-        used = np.maximum(self.lam - self.eta, 0.0).sum(axis=1)
-        weight = used / used.sum() if used.sum() > 0 else self.beta[:-1] / self.beta[:-1].sum()
+        used = np.maximum(self.lam - self.beta, 0.0).sum(axis=1)
+        weight = used / used.sum() if used.sum() > 0 else self.beta_star[:-1] / self.beta_star[:-1].sum()
         meta = {
             "model": self.name,
             "options": dict(self.opts),
@@ -458,64 +488,27 @@ class _VariationalHdp(Model):
             "documents_seen": self.documents_seen,
             "alpha": self.alpha,
             "gamma": self.gamma,
-            "eta": self.eta,
-            "beta_remainder": float(self.beta[-1]),
+            "beta": self.beta,
+            "beta_remainder": float(self.beta_star[-1]),
             "topics": self.K,
         }
         return Snapshot(
-            phi=phi, alpha=self.alpha * self.beta[:-1], topic_weight=weight, vocab=self.corpus.vocab, meta=meta
+            phi=phi, alpha=self.alpha * self.beta_star[:-1], topic_weight=weight, vocab=self.corpus.vocab, meta=meta
         )
-
-    def _base_state(self):
-        return {
-            "version": np.int64(STATE_VERSION),
-            "lam": self.lam.copy(),
-            "beta": self.beta.copy(),
-            "hyper": np.array([self.alpha, self.gamma, self.eta]),
-            "rng": self.rng.copy(),
-            "iteration": np.int64(self.iteration),
-            "documents_seen": np.int64(self.documents_seen),
-            "seed": np.uint64(self.seed),
-        }
-
-    def _load_base(self, arrays):
-        missing = [k for k in ("lam", "beta", "hyper", "rng", "iteration", "documents_seen", "seed") if k not in arrays]
-        if missing:
-            raise InputError(f"{self.name} state lacks {', '.join(missing)}")
-        version = int(arrays.get("version", STATE_VERSION))
-        if version > STATE_VERSION:
-            raise InputError(f"{self.name} state version {version} is newer than this topictool understands")
-        lam = np.asarray(arrays["lam"], dtype=np.float64)
-        beta = np.asarray(arrays["beta"], dtype=np.float64)
-        if lam.ndim != 2 or lam.shape[1] != self.W:
-            raise InputError(f"state lambda has shape {lam.shape}, the corpus has {self.W} words")
-        if beta.shape != (lam.shape[0] + 1,):
-            raise InputError(f"state beta has shape {beta.shape}, expected ({lam.shape[0] + 1},)")
-        if not (np.all(np.isfinite(lam)) and np.all(lam > 0) and np.all(beta > 0)):
-            raise InputError("state lambda and beta must be positive and finite")
-        self.lam = lam.copy()
-        self.beta = beta.copy()
-        self.alpha, self.gamma, self.eta = (float(x) for x in np.asarray(arrays["hyper"], dtype=np.float64))
-        self.rng = np.asarray(arrays["rng"], dtype=np.uint64).copy()
-        if self.rng.shape != (2, 4):
-            raise InputError(f"state rng has shape {self.rng.shape}, expected (2, 4)")
-        self.iteration = int(arrays["iteration"])
-        self.documents_seen = int(arrays["documents_seen"])
-        self.seed = int(arrays["seed"])
 
     def check_invariants(self):
         def fail(msg):
             raise AssertionError(f"{self.name} invariant broken: {msg}")
 
-        if self.beta.shape != (self.K + 1,):
-            fail("beta* does not have K+1 entries")
+        if self.lam.shape != (self.K, self.W) or self.beta_star.shape != (self.K + 1,):
+            fail("lambda is not K x W or beta* does not have K+1 entries")
         if not (np.all(np.isfinite(self.lam)) and np.all(self.lam > 0)):
             fail("lambda is not positive and finite")
-        if not (np.all(self.beta > 0) and abs(self.beta.sum() - 1.0) < 1e-9):
-            fail(f"beta* is not a positive vector summing to 1 (sum {self.beta.sum()!r})")
-        if np.any(np.diff(self.beta[:-1]) > 0):
+        if not (np.all(self.beta_star > 0) and abs(self.beta_star.sum() - 1.0) < 1e-9):
+            fail(f"beta* is not a positive vector summing to 1 (sum {self.beta_star.sum()!r})")
+        if np.any(np.diff(self.beta_star[:-1]) > 0):
             fail("topics are not in decreasing order of beta*")
-        for n in ("alpha", "gamma", "eta"):
+        for n in ("alpha", "gamma", "beta"):
             v = getattr(self, n)
             if not (np.isfinite(v) and v > 0):
                 fail(f"{n}={v!r} is not positive and finite")
@@ -525,23 +518,30 @@ class OnlineHdp(_VariationalHdp):
     """hdp-online: stochastic variational inference over minibatches, fixed truncation K."""
 
     name = "hdp-online"
+    step_unit = "minibatch"
     defaults = dict(_VariationalHdp.defaults, minibatch=100, tau=1.0, kappa=0.5)
+    # rho_t = (tau + t)^-kappa from t = 0: tau must be positive
+    limits = dict(_VariationalHdp.limits, minibatch=POSITIVE_INT, tau=POSITIVE, kappa=KAPPA)
+    state_arrays = (*_VariationalHdp.state_arrays, "order")
+    state_scalars = dict(_VariationalHdp.state_scalars, cursor=int)
     moves = False
 
-    def __init__(self, corpus, options, rng_seed, threads=1):
-        self._setup(corpus, options, threads)
-        self._init_globals(rng_seed)
+    def allocate(self):
+        super().allocate()
         self.order = np.arange(self.D, dtype=np.int64)
         self.cursor = self.D  # the first step shuffles
-        self.last_elbo = float("nan")
 
-    def _check_options(self, o):
-        if o["minibatch"] < 1:
-            raise InputError(f"option minibatch={o['minibatch']}: must be at least 1")
-        if not (0.5 < o["kappa"] <= 1.0 or o["kappa"] == 0.5):
-            raise InputError(f"option kappa={o['kappa']!r}: must be in [0.5, 1]")
-        if o["tau"] < 0:
-            raise InputError(f"option tau={o['tau']!r}: must be >= 0")
+    def restored(self):
+        super().restored()
+        if not np.array_equal(np.sort(self.order), np.arange(self.D)):
+            raise InputError(f"{self.name} state: order is not a permutation of the {self.D} documents")
+        if not 0 <= self.cursor <= self.D:
+            raise InputError(f"{self.name} state: cursor={self.cursor} outside 0..{self.D}")
+
+    @property
+    def documents_seen(self):
+        """Every step visits min(minibatch, D) documents."""
+        return self.iteration * min(self.opts["minibatch"], self.D)
 
     def _next_minibatch(self):
         """The next ``minibatch`` documents of the current pass (a pass visits every document once,
@@ -575,148 +575,111 @@ class OnlineHdp(_VariationalHdp):
         # the bound of the model as it met this minibatch (after the local step)
         T = np.empty(K)
         elog_sum = np.empty(K)
-        self._topic_terms_and_sums(T, elog_sum)
-        elbo = float(kern.log_stick_prior(self.beta, self.gamma)) + T.sum() + scale * doc_elbo.sum()
+        kern.topic_terms(self.lam, self.beta, T, elog_sum)
+        elbo = float(kern.log_stick_prior(self.beta_star, self.gamma)) + T.sum() + scale * doc_elbo.sum()
         tokens = float(mb.cnt.sum())
 
         rho = self.rho()
-        n = np.maximum(theta[:, :K] - self.alpha * self.beta[:K], 0.0)  # n_jk (theta = alpha beta* + n)
+        n = np.maximum(theta[:, :K] - self.alpha * self.beta_star[:K], 0.0)  # n_jk (theta = alpha beta* + n)
         beta_hat = self._beta_hat(theta, n, scale)
 
-        # the online update of lambda (on its pseudo-counts lambda - eta) and of beta*, in parts
-        # (split_merge.MoveState): lambda = eta + (1 - rho)(lambda - eta) + rho D/|S| sstats
-        hist = (1.0 - rho) * (self.lam - self.eta)
+        # the online update of lambda (on its pseudo-counts lambda - beta) and of beta*, in parts
+        # (split_merge.MoveState): lambda = beta + (1 - rho)(lambda - beta) + rho D/|S| sstats
+        hist = (1.0 - rho) * (self.lam - self.beta)
         mbstats = (rho * scale) * sstats
-        bhist = (1.0 - rho) * self.beta
+        bhist = (1.0 - rho) * self.beta_star
         bmb = rho * beta_hat
         beta_new = bhist + bmb
 
-        # hyperparameters: alpha from the minibatch, gamma and eta from the global parameters;
+        # hyperparameters: alpha from the minibatch, gamma and the prior from the global parameters;
         # each replaces the old value (they are maximisers, not gradients)
-        alpha, gamma, eta = self.alpha, self.gamma, self.eta
+        alpha, gamma, prior = self.alpha, self.gamma, self.beta
         if o["hyper_burn_in"] <= self.iteration:
             if o["optimize_alpha"]:
                 alpha = self._alpha_hat(theta, n, beta_new, scale)
-            if o["optimize_eta"]:
-                eta = newton_eta(eta, float(elog_sum.sum()), K, self.W)
+            if o["optimize_beta"]:
+                prior = self._prior_update(elog_sum)
             if o["optimize_gamma"]:
                 gamma = gamma_update(beta_new)
-        self.alpha, self.gamma, self.eta = alpha, gamma, eta
+        self.alpha, self.gamma, self.beta = alpha, gamma, prior
 
-        metrics = {}
-        if self.moves and self.iteration >= o["moves_after"]:
-            # Re-fit the minibatch under the updated globals before judging moves: rounds of the
-            # local step and of the minibatch part of lambda, as many as a split's restricted
-            # iterations, so that a move is not credited with the gain of merely re-fitting.
-            theta[:, :K] = alpha * beta_new[:K] + n
-            theta[:, K] = alpha * beta_new[K]
-            for _ in range(o["split_iterations"]):
-                lam_now = combine(eta, hist, mb.words, mbstats)
-                sstats, phi, _, _ = self._local_step(mb, theta, False, True, lam=lam_now, alpha=alpha, beta=beta_new)
-                mbstats = (rho * scale) * sstats
-            state = MoveState(
-                mb,
-                self.W,
-                scale,
-                rho,
-                alpha,
-                eta,
-                gamma,
-                hist,
-                mbstats,
-                bhist,
-                bmb,
-                phi,
-                theta,
-                o["split_iterations"],
-                o["split_local_iterations"],
-                o["local_tol"],
-            )
-            counts = run_moves(
-                state,
-                lambda: uniform(self.rng, 1),
-                o["max_splits"],
-                o["split_tries"],
-                o["merge_tries"],
-                o["merge_threshold"],
-                o["max_topics"],
-                o["move_margin"],
-                o["unused_share"],
-                o["split_init"],
-            )
-            hist, mbstats, bhist, bmb = state.hist, state.mbstats, state.bhist, state.bmb
-            metrics.update(counts)
-        elif self.moves:
-            metrics.update(
-                splits_tried=0,
-                splits_accepted=0,
-                merges_tried=0,
-                merges_accepted=0,
-                unused_tried=0,
-                unused_merged=0,
-                pruned=0,
-                moves_delta=0.0,
-            )
+        parts, metrics = (hist, mbstats, bhist, bmb), {}
+        if self.moves:
+            parts, metrics = self._moves(mb, scale, rho, theta, n, beta_new, parts)
+        hist, mbstats, bhist, bmb = parts
 
-        self.lam = combine(eta, hist, mb.words, mbstats)
-        beta = np.maximum(bhist + bmb, BETA_FLOOR)
-        self.beta = beta / beta.sum()
+        self.lam = combine(prior, hist, mb.words, mbstats)
+        self.K = self.lam.shape[0]
+        beta_star = np.maximum(bhist + bmb, BETA_FLOOR)
+        self.beta_star = beta_star / beta_star.sum()
         self._sort_topics()
         self.iteration += 1
-        self.documents_seen += S
         self.last_elbo = elbo
-        dt = time.perf_counter() - started
-        out = {
-            "documents_seen": self.documents_seen,
-            "tokens": int(tokens),
-            "topics": self.K,
-            "elbo": float(elbo),
-            "elbo_per_token": float(elbo / (scale * tokens)) if tokens else None,
-            "rho": rho,
-            "alpha": self.alpha,
-            "gamma": self.gamma,
-            "eta": self.eta,
-            "beta_remainder": float(self.beta[-1]),
-            "documents_per_s": round(S / dt, 1) if dt > 0 else None,
-        }
-        out.update(metrics)
-        return out
+        return self._metrics(started, S, elbo, scale * tokens, tokens=int(tokens), rho=rho, **metrics)
 
-    def _topic_terms_and_sums(self, T, elog_sum):
-        kern.topic_terms(self.lam, self.eta, T, elog_sum)
-
-    @staticmethod
-    def _doc_topic_counts(mb, phi, K):
-        """n_jk = sum_w n_jw varphi_jwk (S, K)."""
-        tok = mb.cnt[:, None] * phi
-        c = np.vstack([np.zeros((1, K)), np.cumsum(tok, axis=0)])
-        return c[mb.ptr[1:]] - c[mb.ptr[:-1]]
+    def _moves(self, mb, scale, rho, theta, n, beta_new, parts):
+        """hdp-online-sm's split and merge moves on the computed update, whose ``parts`` are
+        (hist, mbstats, bhist, bmb) (split_merge.run_moves); returns the new parts and the
+        moves' counts."""
+        o = self.opts
+        if self.iteration < o["moves_after"]:
+            return parts, dict.fromkeys(MOVE_COUNTS, 0) | {"moves_delta": 0.0}
+        hist, mbstats, bhist, bmb = parts
+        alpha, prior, K = self.alpha, self.beta, self.K
+        # Re-fit the minibatch under the updated globals before judging moves: rounds of the
+        # local step and of the minibatch part of lambda, as many as a split's restricted
+        # iterations, so that a move is not credited with the gain of merely re-fitting.
+        theta[:, :K] = alpha * beta_new[:K] + n
+        theta[:, K] = alpha * beta_new[K]
+        for _ in range(o["split_iterations"]):
+            lam_now = combine(prior, hist, mb.words, mbstats)
+            sstats, phi, _, _ = self._local_step(mb, theta, False, True, lam=lam_now, alpha=alpha, beta_star=beta_new)
+            mbstats = (rho * scale) * sstats
+        state = MoveState(
+            mb,
+            self.W,
+            scale,
+            rho,
+            hyper=dict(alpha=alpha, eta=prior, gamma=self.gamma),
+            parts=dict(hist=hist, mbstats=mbstats, bhist=bhist, bmb=bmb),
+            phi=phi,
+            theta=theta,
+            iterations=(o["split_iterations"], o["split_local_iterations"], o["local_tol"]),
+        )
+        counts = run_moves(
+            state,
+            lambda: uniform(self.rng, 1),
+            o["max_splits"],
+            o["split_tries"],
+            o["merge_tries"],
+            o["merge_threshold"],
+            o["max_topics"],
+            o["move_margin"],
+            o["unused_share"],
+            o["split_init"],
+        )
+        return (state.hist, state.mbstats, state.bhist, state.bmb), counts
 
     def log_likelihood(self):
-        """The minibatch bound L_S of the last step (a stochastic estimate of the full bound)."""
+        """The minibatch bound L_S of the last step (a stochastic estimate of the full bound;
+        NaN before the first step of this process: L_S is not part of the state)."""
         return self.last_elbo
 
-    def state(self):
-        s = self._base_state()
-        s.update(order=self.order.copy(), cursor=np.int64(self.cursor), last_elbo=np.float64(self.last_elbo))
-        return s
 
-    @classmethod
-    def from_state(cls, corpus, options, arrays, threads=1):
-        self = cls.__new__(cls)
-        self._setup(corpus, options, threads)
-        self._load_base(arrays)
-        order = np.asarray(arrays.get("order", np.arange(self.D)), dtype=np.int64)
-        if order.shape != (self.D,):
-            raise InputError(f"state document order has {order.shape[0]} entries, the corpus {self.D} documents")
-        self.order = order.copy()
-        self.cursor = int(arrays.get("cursor", self.D))
-        self.last_elbo = float(arrays.get("last_elbo", np.nan))
-        return self
+# the counts split_merge.run_moves returns (and hdp-online-sm reports as zeros before moves_after)
+MOVE_COUNTS = (
+    "splits_tried",
+    "splits_accepted",
+    "merges_tried",
+    "merges_accepted",
+    "unused_tried",
+    "unused_merged",
+    "pruned",
+)
 
 
 class OnlineHdpSplitMerge(OnlineHdp):
-    """hdp-online-sm: oHDP with split and merge moves (models/split_merge.py); K is the initial
+    """hdp-online-sm: oHDP with split and merge moves (split_merge.py); K is the initial
     number of topics."""
 
     name = "hdp-online-sm"
@@ -734,90 +697,93 @@ class OnlineHdpSplitMerge(OnlineHdp):
         unused_share=1e-3,
         split_init="seed",
     )
+    limits = dict(
+        OnlineHdp.limits,
+        **dict.fromkeys(("max_splits", "split_tries", "merge_tries", "moves_after", "move_margin"), NONNEGATIVE),
+        split_iterations=POSITIVE_INT,
+        split_local_iterations=POSITIVE_INT,
+        merge_threshold=Range(),
+        max_topics=POSITIVE_INT,
+        unused_share=Range(0.0, 1.0),
+    )
+    resizable = frozenset({"lam", "beta_star"})  # the moves change K
     moves = True
     equal_start = False
 
-    def _check_options(self, o):
-        super()._check_options(o)
-        for n in ("max_splits", "split_tries", "merge_tries", "moves_after"):
-            if o[n] < 0:
-                raise InputError(f"option {n}={o[n]}: must be >= 0")
-        for n in ("split_iterations", "split_local_iterations"):
-            if o[n] < 1:
-                raise InputError(f"option {n}={o[n]}: must be at least 1")
-        if o["max_topics"] < o["K"]:
-            raise InputError(f"option max_topics={o['max_topics']}: must be at least K={o['K']}")
-        if o["split_init"] not in ("seed", "paper"):
-            raise InputError(f"option split_init={o['split_init']!r}: expected seed or paper")
-        if o["move_margin"] < 0:
-            raise InputError(f"option move_margin={o['move_margin']!r}: must be >= 0")
+    def check_options(self, opts):
+        super().check_options(opts)
+        if opts["max_topics"] < opts["K"]:
+            raise InputError(f"option max_topics={opts['max_topics']}: must be at least K={opts['K']}")
+        if opts["split_init"] not in ("seed", "paper"):
+            raise InputError(f"option split_init={opts['split_init']!r}: expected seed or paper")
+
+    def restored(self):
+        super().restored()
+        if self.K > self.opts["max_topics"]:
+            raise InputError(f"{self.name} state has {self.K} topics, more than max_topics={self.opts['max_topics']}")
 
 
 class BatchHdp(_VariationalHdp):
     """hdp-batch: coordinate ascent on the full bound, fixed truncation K."""
 
     name = "hdp-batch"
+    step_unit = "pass"
     defaults = dict(_VariationalHdp.defaults)
-    doc_topic_bytes = 8
+    doc_topic_bytes = 8  # theta (D x (K+1)) is dense
+    state_arrays = (*_VariationalHdp.state_arrays, "theta")
 
-    def __init__(self, corpus, options, rng_seed, threads=1):
-        self._setup(corpus, options, threads)
-        self._init_globals(rng_seed)
-        self._setup_data()
-        self.theta = np.empty((self.D, self.K + 1))
-        self.theta_ready = False
-        self.last_elbo = float("nan")
-
-    def _setup_data(self):
+    def allocate(self):
+        super().allocate()
         self.mb = Minibatch.of(self.corpus, np.arange(self.D))
+        self.theta = np.zeros((self.D, self.K + 1))  # set by the first step's local step
+
+    def restored(self):
+        super().restored()
+        if np.any(self.theta < 0):
+            raise InputError(f"{self.name} state: theta has negative entries")
+
+    @property
+    def documents_seen(self):
+        return self.iteration * self.D
+
+    @property
+    def theta_ready(self):
+        """theta holds a local step's result (from the first step on)."""
+        return self.iteration > 0
 
     def step(self):
         """One coordinate-ascent iteration: every document's (varphi, theta) from the current
-        theta, then lambda, beta*, alpha, gamma, eta; each step is an exact or guarded
+        theta, then lambda, beta*, alpha, gamma, the prior; each step is an exact or guarded
         maximisation, so the bound (``elbo()``) never decreases."""
         started = time.perf_counter()
         o = self.opts
         mb = self.mb
         K = self.K
         sstats, _, _, _ = self._local_step(mb, self.theta, not self.theta_ready, keep_phi=False)
-        self.theta_ready = True
-        lam = np.full((K, self.W), self.eta)
+        lam = np.full((K, self.W), self.beta)
         lam[:, mb.words] += sstats.T
         self.lam = lam
         # beta* (and alpha) jointly with theta, or with theta fixed (option global_update)
-        n = np.maximum(self.theta[:, :K] - self.alpha * self.beta[:K], 0.0)
-        self.beta = self._beta_hat(self.theta, n, 1.0)
+        n = np.maximum(self.theta[:, :K] - self.alpha * self.beta_star[:K], 0.0)
+        self.beta_star = self._beta_hat(self.theta, n, 1.0)
         if o["hyper_burn_in"] <= self.iteration and o["optimize_alpha"]:
-            self.alpha = self._alpha_hat(self.theta, n, self.beta, 1.0)
+            self.alpha = self._alpha_hat(self.theta, n, self.beta_star, 1.0)
         if o["global_update"] == "joint":
-            self.theta[:, :K] = self.alpha * self.beta[:K] + n
-            self.theta[:, K] = self.alpha * self.beta[K]
+            self.theta[:, :K] = self.alpha * self.beta_star[:K] + n
+            self.theta[:, K] = self.alpha * self.beta_star[K]
         if o["hyper_burn_in"] <= self.iteration:
             if o["optimize_gamma"]:
-                g = gamma_update(self.beta)
-                if kern.log_stick_prior(self.beta, g) >= kern.log_stick_prior(self.beta, self.gamma):
+                g = gamma_update(self.beta_star)
+                if kern.log_stick_prior(self.beta_star, g) >= kern.log_stick_prior(self.beta_star, self.gamma):
                     self.gamma = g
-            if o["optimize_eta"]:
+            if o["optimize_beta"]:
                 elog_sum = np.empty(K)
-                kern.topic_terms(self.lam, self.eta, np.empty(K), elog_sum)
-                self.eta = newton_eta(self.eta, float(elog_sum.sum()), K, self.W)
+                kern.topic_terms(self.lam, self.beta, np.empty(K), elog_sum)
+                self.beta = self._prior_update(elog_sum)
         self._sort_topics(self.theta)
         self.iteration += 1
-        self.documents_seen += self.D
         self.last_elbo = self.elbo()
-        dt = time.perf_counter() - started
-        return {
-            "documents_seen": self.documents_seen,
-            "tokens": int(self.N),
-            "topics": self.K,
-            "elbo": self.last_elbo,
-            "elbo_per_token": self.last_elbo / self.N,
-            "alpha": self.alpha,
-            "gamma": self.gamma,
-            "eta": self.eta,
-            "beta_remainder": float(self.beta[-1]),
-            "documents_per_s": round(self.D / dt, 1) if dt > 0 else None,
-        }
+        return self._metrics(started, self.D, self.last_elbo, self.N)
 
     def elbo(self):
         """The full bound at the current state: varphi = varphi*(theta) (the best varphi for
@@ -826,26 +792,17 @@ class BatchHdp(_VariationalHdp):
             return float("nan")
         theta = self.theta.copy()
         _, _, doc_elbo, _ = self._local_step(self.mb, theta, False, keep_phi=False, max_iter=0)
-        return float(kern.log_stick_prior(self.beta, self.gamma) + self._topic_terms().sum() + doc_elbo.sum())
+        return float(kern.log_stick_prior(self.beta_star, self.gamma) + self._topic_terms().sum() + doc_elbo.sum())
 
     def log_likelihood(self):
+        """The full bound (``elbo()``) after the last step."""
+        if np.isnan(self.last_elbo) and self.theta_ready:
+            self.last_elbo = self.elbo()  # a resumed model: the bound is a function of the state
         return self.last_elbo
 
-    def state(self):
-        s = self._base_state()
-        s.update(theta=self.theta.copy(), theta_ready=np.bool_(self.theta_ready), last_elbo=np.float64(self.last_elbo))
-        return s
-
-    @classmethod
-    def from_state(cls, corpus, options, arrays, threads=1):
-        self = cls.__new__(cls)
-        self._setup(corpus, options, threads)
-        self._load_base(arrays)
-        self._setup_data()
-        theta = np.asarray(arrays.get("theta"), dtype=np.float64)
-        if theta.shape != (self.D, self.K + 1):
-            raise InputError(f"state theta has shape {theta.shape}, expected ({self.D}, {self.K + 1})")
-        self.theta = theta.copy()
-        self.theta_ready = bool(arrays.get("theta_ready", True))
-        self.last_elbo = float(arrays.get("last_elbo", np.nan))
-        return self
+    def doc_topics(self):
+        """(D, K) expected topic counts n_jk = theta_jk - alpha beta*_k of the last local step
+        (None before the first step)."""
+        if not self.theta_ready:
+            return None
+        return np.maximum(self.theta[:, :-1] - self.alpha * self.beta_star[:-1], 0.0)

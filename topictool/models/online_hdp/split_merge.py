@@ -84,13 +84,9 @@ class Minibatch:
     @classmethod
     def of(cls, corpus, docs):
         docs = np.asarray(docs, dtype=np.int64)
-        starts, ends = corpus.doc_ptr[docs], corpus.doc_ptr[docs + 1]
-        lengths = ends - starts
-        ptr = np.zeros(len(docs) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=ptr[1:])
-        idx = np.repeat(starts - ptr[:-1], lengths) + np.arange(ptr[-1])
-        words, wid = np.unique(corpus.word_ids[idx], return_inverse=True)
-        return cls(docs, ptr, wid.astype(np.int64), corpus.counts[idx].astype(np.float64), words.astype(np.int64))
+        sub = corpus.subset(docs)
+        words, wid = np.unique(sub.word_ids, return_inverse=True)
+        return cls(docs, sub.doc_ptr, wid.astype(np.int64), sub.counts.astype(np.float64), words.astype(np.int64))
 
     @property
     def S(self):
@@ -123,42 +119,16 @@ class MoveState:
     alpha, eta, gamma: hyperparameters; scale = D/|S|; rho = rho_t.
     """
 
-    def __init__(
-        self,
-        mb,
-        W,
-        scale,
-        rho,
-        alpha,
-        eta,
-        gamma,
-        hist,
-        mbstats,
-        bhist,
-        bmb,
-        phi,
-        theta,
-        split_iterations=5,
-        split_local_iterations=20,
-        local_tol=1e-3,
-    ):
-        self.mb = mb
-        self.W = int(W)
-        self.scale = float(scale)
-        self.rho = float(rho)
-        self.alpha = float(alpha)
-        self.eta = float(eta)
-        self.gamma = float(gamma)
-        self.hist = hist
-        self.mbstats = mbstats
-        self.bhist = bhist
-        self.bmb = bmb
-        self.phi = phi
-        self.theta = theta
-        self.ids = list(range(hist.shape[0]))  # stable names of the topics while indices shift
-        self.split_iterations = int(split_iterations)
-        self.split_local_iterations = int(split_local_iterations)
-        self.local_tol = float(local_tol)
+    def __init__(self, mb, W, scale, rho, hyper, parts, phi, theta, iterations=(5, 20, 1e-3)):
+        """hyper: {alpha, eta, gamma}; parts: {hist, mbstats, bhist, bmb}; iterations:
+        (split_iterations, split_local_iterations, local_tol)."""
+        self.mb, self.W, self.scale, self.rho = mb, int(W), float(scale), float(rho)
+        self.alpha, self.eta, self.gamma = (float(hyper[k]) for k in ("alpha", "eta", "gamma"))
+        self.hist, self.mbstats, self.bhist, self.bmb = (parts[k] for k in ("hist", "mbstats", "bhist", "bmb"))
+        self.phi, self.theta = phi, theta
+        self.ids = list(range(self.hist.shape[0]))  # stable names of the topics while indices shift
+        its, local_its, tol = iterations
+        self.split_iterations, self.split_local_iterations, self.local_tol = int(its), int(local_its), float(tol)
         self._refresh()
 
     # -- the current bound, by parts -----------------------------------------------
