@@ -376,9 +376,18 @@ def test_resume_checks(small_bars):
     assert back.K == model.K and np.array_equal(back.lam, model.lam)
     # a state written before the rename (version 1: beta was beta*, hyper held alpha, gamma, eta)
     old = {k: v for k, v in state.items() if k not in ("beta_star", "alpha", "gamma", "beta")}
-    old.update(version=np.int64(1), beta=state["beta_star"], hyper=np.array([10.0, 1.0, 0.01]))
-    with pytest.raises(InputError, match="lacks beta_star"):
-        oh.OnlineHdpSplitMerge.from_state(train, sm_opts, old)
+    hyper = np.array([state["alpha"], state["gamma"], state["beta"]])
+    old.update(version=np.int64(1), beta=state["beta_star"], hyper=hyper, documents_seen=np.int64(1000))
+    up = oh.OnlineHdpSplitMerge.upgrade_state(old, 1)
+    assert sorted(up) == sorted(state)
+    back = oh.OnlineHdpSplitMerge.from_state(train, sm_opts, up)
+    again = oh.OnlineHdpSplitMerge.from_state(train, sm_opts, state)
+    back.step()
+    again.step()
+    for k, v in again.state().items():
+        assert np.array_equal(back.state()[k], v), k
+    with pytest.raises(InputError, match="lacks beta_star"):  # an unknown layout is refused
+        oh.OnlineHdpSplitMerge.from_state(train, sm_opts, dict(old, version=np.int64(2)))
     bad = dict(state, beta_star=state["beta_star"][:-1])
     with pytest.raises(InputError):
         oh.OnlineHdpSplitMerge.from_state(train, sm_opts, bad)

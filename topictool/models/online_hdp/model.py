@@ -61,7 +61,7 @@ State (base.Model.state): lam, beta_star, alpha, gamma, beta; online also the pa
 order and cursor; hdp-batch theta (D x (K+1)). hdp-online-sm's lam and beta_star change shape
 with K. documents_seen follows from the iteration; the online minibatch bound of the last step
 is not kept (log_likelihood() is NaN after a resume until the next step). Version 1 states
-(keys beta for beta*, hyper) are refused: they lack beta_star.
+(keys beta for beta*, hyper) are read through upgrade_state().
 """
 
 import math
@@ -368,6 +368,21 @@ class _VariationalHdp(Model):
             sticks = [max(v * (1.0 - v) ** k, BETA_FLOOR) for k in range(K)]  # Python's pow: libm, not numpy's SIMD
             self.beta_star = np.array([*sticks, (1.0 - v) ** K])
             self.beta_star /= self.beta_star.sum()
+
+    @classmethod
+    def upgrade_state(cls, arrays, version):
+        """Version 1 (before the rename of eta to beta): beta* under the key beta, the
+        hyperparameters packed as hyper = (alpha, gamma, eta), documents_seen, last_elbo and
+        theta_ready stored; today's keys are beta_star, alpha, gamma, beta (the prior)."""
+        if version == 1 and "hyper" in arrays and "beta_star" not in arrays:
+            arrays = dict(arrays)
+            arrays["beta_star"] = arrays.pop("beta")
+            arrays["alpha"], arrays["gamma"], arrays["beta"] = np.asarray(arrays.pop("hyper"), dtype=np.float64)
+            for key in ("documents_seen", "last_elbo", "theta_ready"):  # follow from the rest now
+                arrays.pop(key, None)
+            if "theta" in arrays and int(arrays["iteration"]) == 0:
+                arrays["theta"] = np.zeros_like(arrays["theta"])  # never written: np.empty's contents
+        return arrays
 
     def restored(self):
         lam, beta_star = self.lam, self.beta_star
