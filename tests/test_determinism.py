@@ -11,8 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from . import golden
 from .conftest import ROOT, SHARED, shared
 

@@ -444,7 +444,7 @@ def test_nonparametric_step_is_the_large_K_limit_of_the_finite_one():
         (dict(variant="sparse"), "variant='sparse'"),
         (dict(alpha=0.0), "alpha=0.0"),
         (dict(phi_bar_concentration=-1.0), "phi_bar_concentration=-1.0"),
-        (dict(lam=-1.0), "phi_bar_concentration=-1.0"),  # the old name, renamed
+        (dict(lam=-1.0), "given as lam"),  # the old name, renamed
         (dict(eta=1.0, theta_bar_mass=2.0), "given twice"),
         (dict(K=0), "K=0"),
         (dict(variant="stm", nonparametric=True), "nonparametric"),

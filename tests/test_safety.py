@@ -309,16 +309,23 @@ def test_a_stale_lock_of_a_killed_writer_does_not_block(work):
 
 PRIOR_OPTIONS = {
     "lda-gibbs": ["alpha", "beta"],
-    "lida-gibbs": ["alpha", "beta", "eta", "delta", "gamma", "lam"],
+    "lida-gibbs": [
+        "alpha",
+        "beta",
+        "theta_bar_mass",
+        "theta_bar_concentration",
+        "phi_bar_mass",
+        "phi_bar_concentration",
+    ],
     "hdp-gibbs": ["b_theta", "b_alpha", "beta", "burst_concentration"],
     "nplda-gibbs": ["b_theta", "b_alpha", "b_phi", "b_beta"],
-    "lda-svi": ["alpha", "eta"],
-    "lda-scvb0": ["alpha", "eta"],
+    "lda-svi": ["alpha", "beta"],
+    "lda-scvb0": ["alpha", "beta"],
     "hdp-pcvb0": ["alpha", "beta", "gamma"],
     "hdp-pcsvb0": ["alpha", "beta", "gamma"],
-    "hdp-online": ["alpha", "gamma", "eta"],
-    "hdp-online-sm": ["alpha", "gamma", "eta"],
-    "hdp-batch": ["alpha", "gamma", "eta"],
+    "hdp-online": ["alpha", "gamma", "beta"],
+    "hdp-online-sm": ["alpha", "gamma", "beta"],
+    "hdp-batch": ["alpha", "gamma", "beta"],
 }
 
 

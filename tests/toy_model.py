@@ -76,7 +76,9 @@ class DocumentMixture(Model):
     def snapshot(self):
         phi = (self.n_kw + self.beta) / (self.n_kw.sum(axis=1, keepdims=True) + self.W * self.beta)
         weight = np.bincount(self.z, minlength=self.K) + self.alpha
-        return Snapshot(phi=phi, alpha=np.full(self.K, self.alpha), topic_weight=weight / weight.sum(), vocab=self.corpus.vocab)
+        return Snapshot(
+            phi=phi, alpha=np.full(self.K, self.alpha), topic_weight=weight / weight.sum(), vocab=self.corpus.vocab
+        )
 
     def log_likelihood(self):
         phi = self.snapshot().phi

@@ -63,6 +63,16 @@ text_options = options(
 )
 
 
+def vocab_option(purpose, required=False):
+    """--vocab: a file of one word per line (hca .words: the last column) or a prepared corpus
+    directory, on every command that takes one."""
+    return click.option(
+        "--vocab",
+        required=required,
+        help=f"{purpose} A file of one word per line (hca .words: the last column) or a prepared corpus directory.",
+    )
+
+
 def top_option(minimum=1, help="Top words per topic."):
     return click.option("--top", default=10, show_default=True, type=click.IntRange(minimum, 2**31 - 1), help=help)
 

@@ -2,17 +2,21 @@
 
 import click
 
-from .common import THREADS, emit_json, force_option, json_option, print_table, text_options, text_settings
+from .common import (
+    THREADS,
+    emit_json,
+    force_option,
+    json_option,
+    print_table,
+    text_options,
+    text_settings,
+    vocab_option,
+)
 
 
 @click.command("cooc", short_help="Count word co-occurrences in a reference corpus (for pmi).")
 @click.argument("references", metavar="REFERENCE...", nargs=-1, required=True)
-@click.option(
-    "--vocab",
-    required=True,
-    help="Words to count: one per line (or hca .words, the last column), or a prepared corpus "
-    "directory. Pairs are counted among these words only.",
-)
+@vocab_option("Words to count; pairs are counted among these words only.", required=True)
 @click.option(
     "-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Reference file to write (REF.npz)."
 )

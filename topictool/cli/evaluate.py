@@ -2,7 +2,7 @@
 
 import click
 
-from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, json_option, print_table
+from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, json_option, print_table, vocab_option
 
 
 @click.command("evaluate", short_help="Document-completion perplexity of a model on test documents.")
@@ -36,11 +36,7 @@ from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, json_option, prin
 @click.option(
     "--threads", default=1, show_default=True, type=THREADS, help="Threads (the result does not depend on it)."
 )
-@click.option(
-    "--vocab",
-    type=click.Path(dir_okay=False),
-    help="Vocabulary of TEST when it is an LdaC/UCI file (default: found beside it).",
-)
+@vocab_option("Vocabulary of TEST when it is an LdaC/UCI file (default: found beside it).")
 @click.option(
     "--allow-oov",
     is_flag=True,

@@ -2,7 +2,7 @@
 
 import click
 
-from .common import emit_json, json_option, print_table, rank_option, top_option
+from .common import emit_json, json_option, print_table, rank_option, top_option, vocab_option
 
 
 @click.command("pmi", short_help="Topic coherence (PMI, NPMI) against a reference corpus.")
@@ -19,11 +19,7 @@ from .common import emit_json, json_option, print_table, rank_option, top_option
     required=True,
     help="REF.npz from `topictool cooc`, or an hca-style PMI file ('id1 id2 pmi' per line, .gz ok).",
 )
-@click.option(
-    "--vocab",
-    help="Vocabulary of word ids (in a .pmi file or a topics file): one word per line or "
-    "hca .words. Default for a MODEL: its own vocabulary.",
-)
+@vocab_option("Vocabulary of the word ids in a .pmi file or a topics file (default for a MODEL: its own).")
 @top_option(minimum=2)
 @rank_option("prob", help="How a MODEL's top words are chosen (see `topictool topics`).")
 @click.option(

@@ -14,6 +14,7 @@ from .common import (
     print_table,
     text_options,
     text_settings,
+    vocab_option,
 )
 
 
@@ -45,11 +46,9 @@ from .common import (
     help="Fraction of documents held out as test.npz.",
 )
 @click.option("--seed", default=1, show_default=True, type=SEED, help="Seed of the train/test split.")
-@click.option(
-    "--vocab",
-    type=click.Path(dir_okay=False),
-    help="Vocabulary: the fixed vocabulary for text sources (other tokens dropped; no pruning "
-    "or stop words), or the vocabulary of an LdaC file (default: found beside it).",
+@vocab_option(
+    "The fixed vocabulary of text sources (other tokens dropped; no pruning or stop words), or the "
+    "vocabulary of an LdaC/UCI source (default: found beside it)."
 )
 @click.option(
     "--source-format",

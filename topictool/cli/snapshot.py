@@ -2,7 +2,7 @@
 
 import click
 
-from .common import COUNT, emit_json, force_option, json_option
+from .common import COUNT, emit_json, force_option, json_option, vocab_option
 
 
 class _RunOrSubcommand(click.Group):
@@ -52,10 +52,7 @@ def run_cmd(run, iteration, out, force, as_json):
 @command.command("import")
 @click.option("--from", "source", type=click.Choice(["hca", "mallet", "text"]), required=True)
 @click.argument("files", nargs=-1, required=True)
-@click.option(
-    "--vocab",
-    help="Vocabulary to align the model to: a file (one word per line, or hca .words) or a prepared corpus directory.",
-)
+@vocab_option("Vocabulary to align the model to.")
 @click.option("-o", "--output", "out", required=True, help="Snapshot .npz to write.")
 @force_option
 @json_option

@@ -43,6 +43,11 @@ def _shape(topics, vocab_size, topics_help="Number of topics."):
     )
 
 
+def _real(name, default, help, *names):
+    """A number option (``names``: old spellings and the parameter's name)."""
+    return click.option(name, *names, default=default, show_default=True, type=float, help=help)
+
+
 def _write(name, params, out, fmt, force, as_json, generate):
     """Check the output, generate (``generate(**params)``), write the corpus directory with truth.npz."""
     from .. import store
@@ -66,7 +71,7 @@ def _write(name, params, out, fmt, force, as_json, generate):
 
 @command.command("bars")
 @_sizes(2000, 200, 250)
-@click.option("--alpha", default=1.0, show_default=True, type=float, help="Dirichlet parameter of the mixtures.")
+@_real("--alpha", 1.0, "Dirichlet parameter of the mixtures.")
 @click.option("--side", default=10, show_default=True, type=POSITIVE, help="Grid side: side^2 words, 2*side topics.")
 @_common
 def bars_cmd(out, fmt, force, as_json, **params):
@@ -80,7 +85,7 @@ def bars_cmd(out, fmt, force, as_json, **params):
 @_shape(10, 500)
 @_sizes(1000, 100, 100, "Words per document (mean if --poisson-length).")
 @click.option("--alpha", default="0.1", show_default=True, help="Symmetric value, or K comma-separated values.")
-@click.option("--beta", default=0.01, show_default=True, type=float)
+@_real("--beta", 0.01, "Dirichlet parameter of the topics.")
 @click.option("--poisson-length", is_flag=True, help="Draw document lengths from Poisson(--length).")
 @_common
 def lda_cmd(out, fmt, force, as_json, **params):
@@ -94,11 +99,9 @@ def lda_cmd(out, fmt, force, as_json, **params):
 @click.option(
     "-T", "--truncation", default=50, show_default=True, type=POSITIVE, help="Number of stick-breaking topics."
 )
-@click.option("--gamma", default=5.0, show_default=True, type=float, help="GEM concentration of the global weights.")
-@click.option("--alpha", default=1.0, show_default=True, type=float, help="Document-level DP concentration.")
-@click.option(
-    "--beta", "--eta", "beta", default=0.05, show_default=True, type=float, help="Dirichlet parameter of the topics."
-)
+@_real("--gamma", 5.0, "GEM concentration of the global weights.")
+@_real("--alpha", 1.0, "Document-level DP concentration.")
+@_real("--beta", 0.05, "Dirichlet parameter of the topics.", "--eta", "beta")
 @click.option("-V", "--vocab-size", default=500, show_default=True, type=POSITIVE)
 @_sizes(1000, 100, 100)
 @_common
@@ -112,24 +115,13 @@ def hdp_cmd(out, fmt, force, as_json, **params):
 @command.command("lida")
 @_shape(20, 500)
 @_sizes(1000, 100, 100)
-@click.option("--alpha", default=1.0, show_default=True, type=float, help="Dirichlet parameter of each active topic.")
-@click.option("--beta", default=0.5, show_default=True, type=float, help="Dirichlet parameter of each active word.")
-@click.option(
-    "--eta",
-    default=5.0,
-    show_default=True,
-    type=float,
-    help="IBP mass over documents: about this many active topics per document.",
-)
-@click.option("--delta", default=1.0, show_default=True, type=float, help="IBP concentration over documents.")
-@click.option(
-    "--gamma",
-    default=50.0,
-    show_default=True,
-    type=float,
-    help="IBP mass over topics: about this many active words per topic.",
-)
-@click.option("--lambda", "lam", default=1.0, show_default=True, type=float, help="IBP concentration over topics.")
+@_real("--alpha", 1.0, "Dirichlet parameter of each active topic.")
+@_real("--beta", 0.5, "Dirichlet parameter of each active word.")
+# the names of train's lida-gibbs options; the paper's letters (the old names) still work
+@_real("--theta-bar-mass", 5.0, "IBP mass over documents: about this many active topics per document.", "--eta", "eta")
+@_real("--theta-bar-concentration", 1.0, "IBP concentration over documents.", "--delta", "delta")
+@_real("--phi-bar-mass", 50.0, "IBP mass over topics: about this many active words per topic.", "--gamma", "gamma")
+@_real("--phi-bar-concentration", 1.0, "IBP concentration over topics.", "--lambda", "lam")
 @_common
 def lida_cmd(out, fmt, force, as_json, **params):
     """The LIDA generative process: sparse topic proportions (theta_bar) and sparse topics (phi_bar).

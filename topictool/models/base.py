@@ -25,6 +25,7 @@ and implements:
     initialise()    the random start, drawing from self.rng
     restored()      after from_state(): check the values, rebuild what the state does
                     not hold (counts from assignments)
+    upgrade_state() a state of an older STATE_VERSION in today's terms (optional)
     step() -> dict  one step_unit; returns metrics (key "tokens": the tokens this step
                     visited, when not the whole corpus; see step_tokens)
     snapshot()      the current estimate: Snapshot(phi, alpha, topic_weight, ...)
@@ -142,6 +143,12 @@ class Model:
     def state_array_names(self):
         return self.state_arrays
 
+    @classmethod
+    def upgrade_state(cls, arrays, version):
+        """A state written under an older STATE_VERSION in today's terms (checkpoints of runs
+        started before a change must still resume); the default knows of no older version."""
+        return arrays
+
     # -- what base does ---------------------------------------------------------------------
 
     def __init__(self, corpus, options, rng_seed, threads=1):
@@ -198,6 +205,8 @@ class Model:
         version = int(arrays.get("version", cls.STATE_VERSION))
         if version > cls.STATE_VERSION:
             raise InputError(f"{cls.name} state version {version} is newer than this topictool understands")
+        if version < cls.STATE_VERSION:
+            arrays = cls.upgrade_state(dict(arrays), version)
         names = tuple(self.state_array_names())
         missing = [k for k in ("seed", "iteration", "rng", *names, *cls.state_scalars) if k not in arrays]
         if missing:
@@ -239,14 +248,17 @@ class Model:
         """Merge ``given`` over ``defaults``; unknown keys and wrong types are InputError.
         Old names (``aliases``) are accepted for runs written before a rename."""
         opts = dict(cls.defaults)
-        for key, value in _renamed(cls, given).items():
+        renamed = _renamed(cls, given)
+        # an error about a value names the option as the user wrote it
+        written = {new: f"{new} (given as {old})" for old, new in _pairs(cls, given) if old != new}
+        for key, value in renamed.items():
             if key not in cls.defaults:
                 known = ", ".join(sorted(cls.defaults))
                 raise InputError(f"unknown option {key!r} for model {cls.name} (known: {known})")
-            opts[key] = _coerce(key, value, cls.defaults[key])
+            opts[key] = _coerce(written.get(key, key), value, cls.defaults[key])
         for key, rng in cls.limits.items():
             if key in opts and not isinstance(opts[key], bool):
-                rng.check(key, opts[key])
+                rng.check(written.get(key, key), opts[key])
         return opts
 
     @classmethod
@@ -269,15 +281,22 @@ class Model:
             raise InputError(f"the corpus has {N:,} tokens; topictool's count tables hold at most {MAX_TOKENS:,}")
 
 
-def _renamed(cls, given):
-    """``given`` with old option names replaced by the new ones (a name may map to several)."""
-    out = {}
-    for key, value in given.items():
+def _pairs(cls, given):
+    """(name as given, today's name) for every option in ``given`` (an old name may map to several)."""
+    for key in given:
         new = cls.aliases.get(key, key)
         for name in (new,) if isinstance(new, str) else new:
-            if name in out and name in given and out[name] != value:
-                raise InputError(f"option {key} (now {name}) is given twice with different values")
-            out[name] = value
+            yield key, name
+
+
+def _renamed(cls, given):
+    """``given`` with old option names replaced by the new ones."""
+    out, source = {}, {}
+    for key, name in _pairs(cls, given):
+        value = given[key]
+        if name in out and out[name] != value:
+            raise InputError(f"option {name} is given twice with different values (as {source[name]} and {key})")
+        out[name], source[name] = value, key
     return out
 
 

@@ -77,6 +77,13 @@ class VariationalModel(Model):
 
     # -- what a step shares -------------------------------------------------------------
 
+    @classmethod
+    def upgrade_state(cls, arrays, version):
+        # version 1 counted passes as "epoch" (with documents_seen = epoch * D beside it)
+        if version == 1 and "epoch" in arrays and "iteration" not in arrays:
+            arrays["iteration"] = arrays.pop("epoch")
+        return arrays
+
     def _epoch_order(self):
         """A fresh random document order for this pass (from the model's stream)."""
         order = np.arange(self.D, dtype=np.int64)
