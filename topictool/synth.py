@@ -48,7 +48,7 @@ def _dirichlet_rows(rng, alpha, n):
     return g / s
 
 
-def _split(rng, truth_theta, phi, D, D_test, lengths, vocab):
+def _split(rng, truth_theta, phi, D, lengths, vocab):
     train = docs_from_mixtures(rng, truth_theta[:D], phi, lengths[:D], vocab)
     test = docs_from_mixtures(rng, truth_theta[D:], phi, lengths[D:], vocab)
     return train, test
@@ -90,7 +90,7 @@ def bars(documents=2000, test_documents=200, length=250, alpha=1.0, side=10, see
     theta = _dirichlet_rows(rng, a, documents + test_documents)
     lengths = np.full(documents + test_documents, int(length))
     vocab = [f"r{i // side}c{i % side}" for i in range(V)]
-    train, test = _split(rng, theta, phi, documents, test_documents, lengths, vocab)
+    train, test = _split(rng, theta, phi, documents, lengths, vocab)
     truth = dict(phi=phi, theta=theta[:documents], theta_test=theta[documents:], alpha=a)
     return train, test, truth
 
@@ -133,7 +133,7 @@ def lda(
     lengths = np.maximum(rng.poisson(length, n), 1) if poisson_length else np.full(n, int(length))
     width = len(str(vocab_size - 1))
     vocab = [f"w{i:0{width}d}" for i in range(vocab_size)]
-    train, test = _split(rng, theta, phi, documents, test_documents, lengths, vocab)
+    train, test = _split(rng, theta, phi, documents, lengths, vocab)
     truth = dict(phi=phi, theta=theta[:documents], theta_test=theta[documents:], alpha=a)
     return train, test, truth
 
@@ -171,7 +171,7 @@ def hdp(
     lengths = np.full(n, int(length))
     width = len(str(vocab_size - 1))
     vocab = [f"w{i:0{width}d}" for i in range(vocab_size)]
-    train, test = _split(rng, theta, phi, documents, test_documents, lengths, vocab)
+    train, test = _split(rng, theta, phi, documents, lengths, vocab)
     used = theta[:documents].T @ lengths[:documents]
     used = used / used.sum()
     nz = used[used > 0]

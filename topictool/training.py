@@ -458,7 +458,3 @@ def _toml_line(e):
 
     m = re.search(r"line (\d+)", str(e))
     return int(m.group(1)) if m else None
-
-
-def dump(obj):
-    return json.dumps(obj, indent=2)

@@ -1,7 +1,5 @@
 """What every command shares: output switches, rendering, progress."""
 
-import sys
-
 import click
 
 from ..errors import InputError
@@ -140,7 +138,3 @@ def parse_key_values(pairs, option="--set"):
         k, v = p.split("=", 1)
         out[k.strip()] = v.strip()
     return out
-
-
-def is_terminal():
-    return sys.stderr.isatty()

@@ -39,16 +39,6 @@ from ..models.base import effective_topics
 from ..topics import corpus_word_distribution
 
 
-def entropy(p):
-    """Shannon entropy (nats) of a non-negative vector, normalised first; zeros ignored."""
-    p = np.asarray(p, dtype=np.float64).ravel()
-    s = p.sum()
-    if not s > 0:
-        return 0.0
-    p = p[p > 0] / s
-    return float(-(p * np.log(p)).sum())
-
-
 def _row_entropies(phi):
     phi = np.asarray(phi, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -108,6 +108,12 @@ class Model:
     state_scalars: dict = {}
     resizable: frozenset = frozenset()
 
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        # a declaration out of the vocabulary is a bug of the family, found when it is imported
+        if cls.step_unit not in STEP_UNITS or cls.eval_method not in ("gibbs", "vb"):
+            raise TypeError(f"{cls.__name__}: step_unit {cls.step_unit!r} or eval_method {cls.eval_method!r} unknown")
+
     # -- what a family implements ---------------------------------------------------------
 
     def check_options(self, opts):

@@ -138,7 +138,6 @@ class HcaGibbs(Model):
             "psi": StirlingTable(self.hyper[smp.H_A_PSI], min(64, self.bounds[2]), t_cap=16),
         }
         self._empty_R = np.zeros((1, 1))
-        self.table_growths = 0
 
     def initialise(self):
         smp.random_topics(self.z, self.K, self.rng)
@@ -227,7 +226,6 @@ class HcaGibbs(Model):
 
     def _grow_tables(self):
         ext = self.extent
-        grew = False
         for name, xn, xt, bound in (
             ("theta", smp.X_N_THETA, smp.X_T_THETA, 0),
             ("phi", smp.X_N_PHI, smp.X_T_PHI, 1),
@@ -235,11 +233,7 @@ class HcaGibbs(Model):
         ):
             if name == "phi" and not self.pyp_words or name == "psi" and not self.burst:
                 continue
-            tab = self.tables[name]
-            before = (tab.n_max, tab.t_cap)
-            tab.ensure(int(ext[xn]) + 2, int(ext[xt]) + 2, int(self.bounds[bound]))
-            grew |= before != (tab.n_max, tab.t_cap)
-        self.table_growths += int(grew)
+            self.tables[name].ensure(int(ext[xn]) + 2, int(ext[xt]) + 2, int(self.bounds[bound]))
 
     def _run_sweep(self, adding=False):
         if adding:
