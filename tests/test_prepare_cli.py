@@ -138,9 +138,47 @@ def test_movie_reviews_size_time_memory(tmp_path):
     peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     assert p.returncode == 0, p.stderr
     m = json.loads(p.stdout)
-    assert 1950 <= m["D"] <= 2010 and 14000 <= m["W"] <= 15500
+    assert m["D"] == 2000 and 14000 <= m["W"] <= 15500  # 2,000 reviews; the zip's README is skipped
+    assert m["documents_per_folder"] == {"neg": 1000, "pos": 1000}
+    assert m["skipped_files"] == {"count": 1, "names": ["movie_reviews/README"]}
     assert m["test"]["D"] == round(m["D"] * 0.2)
     assert seconds < 20 and peak_kb < 1_000_000
+
+
+def _collection(root):
+    """Two folders of documents and the files around them that are not documents."""
+    docs = {"c/a/1.txt": "apple banana apple", "c/a/2.txt": "banana cherry", "c/b/3.txt": "cherry apple"}
+    extra = {"c/README.md": "about it", "c/LICENSE": "terms", "c/b/.DS_Store": "x", "__MACOSX/c/a/._1.txt": "x"}
+    for name, text in {**docs, **extra}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return docs
+
+
+@pytest.mark.parametrize("container", ["dir", "zip"])
+def test_files_that_are_not_documents_are_skipped_and_named(tmp_path, container):
+    import zipfile
+
+    docs = _collection(tmp_path / "src")
+    src = tmp_path / "src"
+    if container == "zip":
+        src = tmp_path / "c.zip"
+        with zipfile.ZipFile(src, "w") as z:
+            for f in sorted((tmp_path / "src").rglob("*")):
+                if f.is_file():
+                    z.write(f, f.relative_to(tmp_path / "src").as_posix())
+    common = ["--min-count", "1", "--test-fraction", "0", "--stopwords", "none", "--json"]
+    r = run("prepare", src, "-o", tmp_path / "out", *common)
+    assert r.exit_code == 0, r.stderr
+    m = json.loads(r.stdout)
+    assert m["D"] == len(docs) and m["documents_per_folder"] == {"a": 2, "b": 1}
+    skipped = set(m["skipped_files"]["names"])
+    assert {"c/README.md", "c/LICENSE", "c/b/.DS_Store"} <= skipped
+    assert "__MACOSX/c/a/._1.txt" in skipped if container == "zip" else m["skipped_files"]["count"] == 3
+    # --include keeps its meaning: only the matching files are read
+    r = run("prepare", src, "-o", tmp_path / "only-a", "--include", "c/a/*", *common)
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["D"] == 2
 
 
 BAD_CASES = {

@@ -82,6 +82,14 @@ def show_manifest(m, title):
     for part in ("train", "test"):
         if m.get(part):
             rows.append((f"{part} documents / tokens", f"{m[part]['D']:,} / {m[part]['N']:,}"))
+    per_folder = m.get("documents_per_folder") or {}
+    if len(per_folder) > 1:
+        rows.append(("documents per folder", ", ".join(f"{k} {v:,}" for k, v in per_folder.items())))
+    skipped = m.get("skipped_files") or {}
+    if skipped.get("count"):
+        more = skipped["count"] - len(skipped["names"])
+        names = ", ".join(skipped["names"]) + (f" and {more:,} more" if more > 0 else "")
+        rows.append((f"files skipped, not documents ({skipped['count']:,})", names))
     if m.get("empty_documents_dropped"):
         rows.append(("empty documents dropped", m["empty_documents_dropped"]))
     if m.get("oov_tokens_dropped"):

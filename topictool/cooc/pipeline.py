@@ -86,7 +86,7 @@ def _iter_batches(index, path, kind, skip, opts, stats):
 
 
 def _iter_units(path, kind, skip, opts, stats):
-    from ..corpus.text import iter_text_documents
+    from ..corpus.text import TextSource
     from ..corpus.wikipedia import iter_page_blocks, open_dump
 
     if kind == "wiki":
@@ -111,7 +111,8 @@ def _iter_units(path, kind, skip, opts, stats):
             stats["bytes"] = total
     else:
         total = 0
-        for i, text in enumerate(iter_text_documents(path, kind, opts["encoding"], opts["errors"], opts["include"])):
+        source = TextSource(path, kind, opts["encoding"], opts["errors"], opts["include"])
+        for i, (_, text) in enumerate(source):
             total += len(text)
             stats["bytes"] = total
             stats["units"] = i + 1

@@ -13,7 +13,7 @@ from ..errors import InputError
 from .corpus import Corpus
 from .prepared import FORMAT_VERSION, detect_bag_format, read_bag_file, save_arrays
 from .split import split_documents
-from .text import iter_text_documents
+from .text import TextSource, documents_per_folder
 from .tokenizer import DEFAULT_PATTERN, Tokenizer, load_stopwords
 from .vocabulary import drop_empty_documents, prune, read_vocab, select_words, write_vocab
 
@@ -74,11 +74,20 @@ def build_corpus(sources, opts):
         stop = frozenset() if fixed else load_stopwords(opts.stopwords or "english", opts.encoding)
         builder = _BagBuilder(fixed, stop)
         tokenize = Tokenizer(opts.token_pattern)
+        files, skipped = [], []
         for s, k in zip(sources, kinds):
-            for text in iter_text_documents(s, k, opts.encoding, opts.errors, opts.include):
+            source = TextSource(s, k, opts.encoding, opts.errors, opts.include)
+            for name, text in source:
                 builder.add(tokenize(text))
+                if k != "lines":
+                    files.append(name)
+            skipped += source.skipped
         corpus = builder.corpus()
         facts["oov_tokens_dropped"] = builder.oov
+        if files:
+            facts["documents_per_folder"] = documents_per_folder(files)
+        # what was passed over is said, not silently dropped (the first names, and how many)
+        facts["skipped_files"] = {"count": len(skipped), "names": skipped[:20]}
         if fixed is None:
             corpus = prune(corpus, opts.min_count, opts.min_df, opts.max_df)
     W_before = corpus.W
