@@ -41,8 +41,7 @@ export_format_option = click.option(
     help="Also export the corpus as LdaC and/or UCI files.",
 )
 
-#: how text is read and tokenized, the same for prepare and cooc (and evaluated corpora)
-text_options = options(
+_text_options = options(
     click.option("--include", default="*", show_default=True, help="File-name pattern for directories and zips."),
     click.option("--encoding", default="utf-8", show_default=True, help="Encoding of text sources."),
     click.option(
@@ -59,6 +58,23 @@ text_options = options(
         "with inner apostrophes and hyphens]",
     ),
 )
+
+
+def text_options(f):
+    """--include, --encoding, --errors and --token-pattern: how text is read and tokenized, the
+    same for every command that reads text. The command receives them as one dict, ``text``."""
+    import functools
+
+    from ..corpus.tokenizer import DEFAULT_PATTERN
+
+    @_text_options
+    @functools.wraps(f)
+    def wrapper(include, encoding, errors, token_pattern, **kw):
+        pattern = DEFAULT_PATTERN if token_pattern is None else token_pattern
+        text = dict(include=include, encoding=encoding, errors=errors, token_pattern=pattern)
+        return f(text=text, **kw)
+
+    return wrapper
 
 
 def vocab_option(purpose, required=False):
@@ -83,16 +99,6 @@ def rank_option(
     return click.option(
         "--rank", type=click.Choice(["term-score", "prob", "lift"]), default=default, show_default=True, help=help
     )
-
-
-def text_settings(kw):
-    """The values of text_options out of a command's keyword arguments (the default pattern filled in)."""
-    from ..corpus.tokenizer import DEFAULT_PATTERN
-
-    out = {k: kw.pop(k) for k in ("include", "encoding", "errors", "token_pattern")}
-    if out["token_pattern"] is None:
-        out["token_pattern"] = DEFAULT_PATTERN
-    return out
 
 
 def emit_json(obj):

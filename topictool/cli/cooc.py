@@ -9,7 +9,6 @@ from .common import (
     json_option,
     print_table,
     text_options,
-    text_settings,
     vocab_option,
 )
 
@@ -61,7 +60,7 @@ from .common import (
 @click.option("--restart", is_flag=True, help="Discard the partial state of an earlier run and start over.")
 @force_option
 @json_option
-def command(references, vocab, out, force, as_json, **kw):
+def command(references, vocab, out, force, as_json, text, **kw):
     """Count, for the words of VOCAB, in how many units of the REFERENCE corpora each word
     and each pair of words occurs; a unit is a sliding window of --window tokens (default
     10; tokens outside VOCAB keep their positions) or, with --window doc, a document.
@@ -75,7 +74,7 @@ def command(references, vocab, out, force, as_json, **kw):
     output (REF.npz) is what `topictool pmi --reference` reads."""
     from ..cooc import CoocOptions, Interrupted, build_reference
 
-    opts = CoocOptions(**text_settings(kw), **kw, force=force)
+    opts = CoocOptions(**text, **kw, force=force)
     try:
         summary = build_reference(list(references), vocab, out, opts)
     except Interrupted as e:

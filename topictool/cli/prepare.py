@@ -13,7 +13,6 @@ from .common import (
     json_option,
     print_table,
     text_options,
-    text_settings,
     vocab_option,
 )
 
@@ -60,13 +59,13 @@ from .common import (
 @text_options
 @force_option
 @json_option
-def command(sources, out, fmt, force, as_json, **kw):
+def command(sources, out, fmt, force, as_json, text, **kw):
     """Read SOURCE... (directories or zips of text files, a text file with one document per
     line, an LdaC file, or a UCI docword file; .gz/.bz2 read transparently) and write a
     prepared corpus directory: corpus.json, vocab.txt, train.npz and test.npz."""
     from ..corpus.prepare import PrepareOptions, prepare
 
-    opts = PrepareOptions(format=fmt, **text_settings(kw), **kw)
+    opts = PrepareOptions(format=fmt, **text, **kw)
     t0 = time.perf_counter()
     manifest = prepare(list(sources), out, opts, force=force)
     manifest["seconds"] = round(time.perf_counter() - t0, 3)

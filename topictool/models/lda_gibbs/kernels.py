@@ -187,7 +187,9 @@ def sample_block(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0
             t = np.int64(z[i])
             base = tw_ptr[w]
             cap = tw_ptr[w + 1] - base
-            # Take token i out of s, r, c_t and n_k.
+            # Take token i out of s, r, c_t and n_k. (The same updates with the opposite sign
+            # put it back below: written out twice on purpose, in the tool's hottest loop,
+            # rather than behind a helper that would have to return s and r.)
             iv = inv[t]
             s -= alpha[t] * beta * iv
             r -= beta * ndk[t] * iv
