@@ -40,6 +40,14 @@ demo: $(STAMP)
 	$(TT) evaluate $(DEMO)/hdp-online-sm $(DEMO)/bars --method vb
 	$(PY) scripts/show_bars.py $(DEMO)/hdp-online-sm --truth $(DEMO)/bars/truth.npz --min-weight 0.02 \
 		--png $(DEMO)/hdp-online-sm.png
+	@echo
+	@echo "The demo wrote, under $(DEMO)/:"
+	@echo "  bars/            the synthetic corpus (train.npz, test.npz, vocab.txt, train.ldac) and truth.npz"
+	@echo "  corpus/          the same LdaC file prepared again, as from your own data"
+	@echo "  hdp-gibbs/       a training run: run.json, metrics.jsonl, model.npz, checkpoints/"
+	@echo "  hdp-online-sm/   a second run"
+	@echo "  *.png            the topics as pictures (with the plot extra: $(PY) -m pip install '.[plot]')"
+	@echo "Put the tool on your PATH to try it:  export PATH=\"$$PWD/$(VENV)/bin:\$$PATH\""
 
 # Lint and format checks (ruff), then the unit and integration tests; the last of
 # them runs `make -C scripts smoke` (every experiment config on tiny data, every
