@@ -6,7 +6,9 @@ Errors: a TopicToolError becomes one line on stderr and its exit code
 """
 
 import importlib
+import signal
 import sys
+import threading
 
 import click
 
@@ -56,6 +58,18 @@ class LazyGroup(click.Group):
         return module.command
 
     def invoke(self, ctx):
+        # One signal rule: SIGTERM is Ctrl-C. Commands with work to resume (train, cooc) catch
+        # both to save it and exit 0 (signals.StopFlag); any other command stops, removes
+        # what it had half-written, and exits 130.
+        main_thread = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if main_thread else None
+        try:
+            return self._invoke(ctx)
+        finally:
+            if main_thread:
+                signal.signal(signal.SIGTERM, previous)
+
+    def _invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except TopicToolError as e:
@@ -66,7 +80,7 @@ class LazyGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
         except KeyboardInterrupt:
-            click.echo("topictool: interrupted", err=True)
+            click.echo("topictool: interrupted (nothing half-written is left)", err=True)
             sys.exit(130)
         except Exception as e:  # an unexpected failure: still one line unless --debug
             if ctx.obj and ctx.obj.get("debug"):

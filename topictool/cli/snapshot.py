@@ -50,7 +50,13 @@ def run_cmd(run, iteration, out, force, as_json):
 
 
 @command.command("import")
-@click.option("--from", "source", type=click.Choice(["hca", "mallet", "text"]), required=True)
+@click.option(
+    "--from",
+    "source",
+    type=click.Choice(["hca", "mallet", "text"]),
+    required=True,
+    help="The tool that wrote FILES (docs/commands/snapshot.md lists the files of each).",
+)
 @click.argument("files", nargs=-1, required=True)
 @vocab_option("Vocabulary to align the model to.")
 @click.option("-o", "--output", "out", required=True, help="Snapshot .npz to write.")

@@ -15,7 +15,7 @@ def command():
 
 def _common(f):
     @click.option("-o", "--output", "out", required=True, help="Corpus directory to create.")
-    @click.option("--seed", default=1, show_default=True, type=SEED)
+    @click.option("--seed", default=1, show_default=True, type=SEED, help="Seed of everything drawn.")
     @export_format_option
     @force_option
     @json_option
@@ -30,7 +30,7 @@ def _sizes(documents, test_documents, length, length_help="Words per document.")
     """--documents, --test-documents and --length with a generator's defaults."""
     return options(
         click.option("--documents", default=documents, show_default=True, type=POSITIVE, help="Training documents."),
-        click.option("--test-documents", default=test_documents, show_default=True, type=COUNT),
+        click.option("--test-documents", default=test_documents, show_default=True, type=COUNT, help="Test documents."),
         click.option("--length", default=length, show_default=True, type=POSITIVE, help=length_help),
     )
 
@@ -102,7 +102,7 @@ def lda_cmd(out, fmt, force, as_json, **params):
 @_real("--gamma", 5.0, "GEM concentration of the global weights.")
 @_real("--alpha", 1.0, "Document-level DP concentration.")
 @_real("--beta", 0.05, "Dirichlet parameter of the topics.", "--eta", "beta")
-@click.option("-V", "--vocab-size", default=500, show_default=True, type=POSITIVE)
+@click.option("-V", "--vocab-size", default=500, show_default=True, type=POSITIVE, help="Words.")
 @_sizes(1000, 100, 100)
 @_common
 def hdp_cmd(out, fmt, force, as_json, **params):

@@ -47,7 +47,7 @@ from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, force_option, jso
     type=COUNT,
     help="Checkpoint every N iterations (0: only at the end).",
 )
-@click.option("--keep-checkpoints", default=3, show_default=True, type=COUNT)
+@click.option("--keep-checkpoints", default=3, show_default=True, type=COUNT, help="Checkpoints kept (the newest).")
 @click.option(
     "--log-every",
     default=10,
