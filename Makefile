@@ -20,7 +20,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
 	@touch $(STAMP)
 
 # The tour on a built-in default: the Griffiths-Steyvers bars (20 true topics on a
@@ -35,7 +35,7 @@ demo: $(STAMP)
 	$(TT) evaluate $(DEMO)/hdp-gibbs $(DEMO)/bars
 	$(PY) scripts/show_bars.py $(DEMO)/hdp-gibbs --truth $(DEMO)/bars/truth.npz --min-weight 0.02 \
 		--png $(DEMO)/hdp-gibbs.png
-	$(TT) train $(DEMO)/bars -m hdp-online-sm -K 5 -n 200 --set minibatch=100 --seed 1 --log-every 50 \
+	$(TT) train $(DEMO)/bars -m hdp-online-sm -K 5 -n 400 --set minibatch=100 --seed 1 --log-every 50 \
 		-o $(DEMO)/hdp-online-sm --force
 	$(TT) evaluate $(DEMO)/hdp-online-sm $(DEMO)/bars --method vb
 	$(PY) scripts/show_bars.py $(DEMO)/hdp-online-sm --truth $(DEMO)/bars/truth.npz --min-weight 0.02 \

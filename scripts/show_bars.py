@@ -113,7 +113,8 @@ def main():
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
         except ImportError:
-            con.print(f"no PNG written: matplotlib is not installed ({sys.executable} -m pip install '.[plot]')")
+            hint = f"no PNG written: matplotlib is not installed ({sys.executable} -m pip install '.[plot]')"
+            con.print(hint, markup=False)  # [plot] is not rich markup
             return
         cols = min(a.per_row, len(order))
         rows_n = math.ceil(len(order) / cols)
@@ -126,7 +127,7 @@ def main():
             ax.set_title(str(k), fontsize=7)
         fig.tight_layout()
         fig.savefig(a.png, dpi=120)
-        con.print(f"wrote {a.png}")
+        con.print(f"wrote {a.png}", markup=False)
 
 
 if __name__ == "__main__":
