@@ -46,8 +46,9 @@ def _default(param, ctx):
     return f"`{d}`"
 
 
-def _command(cmd, path, out):
-    ctx = click.Context(cmd, info_name=path[-1])
+def _command(cmd, path, out, parent):
+    # a child context inherits the group's settings (-h as well as --help), as at run time
+    ctx = click.Context(cmd, info_name=path[-1], parent=parent)
     if cmd.hidden:
         return
     name = " ".join(path)
@@ -66,16 +67,22 @@ def _command(cmd, path, out):
         out.append("| option | takes | default | meaning |\n| --- | --- | --- | --- |\n" + "\n".join(rows) + "\n")
     if isinstance(cmd, click.Group):
         for sub in cmd.list_commands(ctx):
-            _command(cmd.get_command(ctx, sub), [*path, sub], out)
+            _command(cmd.get_command(ctx, sub), [*path, sub], out, ctx)
+
+
+def root_context():
+    from topictool.cli.main import main
+
+    return click.Context(main, info_name="topictool", **main.context_settings)
 
 
 def render():
     from topictool.cli.main import main
 
     out = ["## Every option\n", "Generated from the command definitions (`scripts/cli_reference.py`).\n"]
-    ctx = click.Context(main, info_name="topictool")
+    ctx = root_context()
     for name in main.list_commands(ctx):
-        _command(main.get_command(ctx, name), ["topictool", name], out)
+        _command(main.get_command(ctx, name), ["topictool", name], out, ctx)
     return "\n".join(out)
 
 

@@ -21,9 +21,9 @@ def test_every_option_of_every_command_is_listed():
     from topictool.cli.main import main
 
     text = reference.DOC.read_text(encoding="utf-8").split(reference.BEGIN)[1]
-    ctx = click.Context(main, info_name="topictool")
+    ctx = reference.root_context()
     for name in main.list_commands(ctx):
         cmd = main.get_command(ctx, name)
-        for p in cmd.get_params(ctx):
+        for p in cmd.get_params(click.Context(cmd, info_name=name, parent=ctx)):
             for opt in p.opts if isinstance(p, click.Option) else ():
                 assert f"`{opt}`" in text, (name, opt)
