@@ -1,11 +1,16 @@
-"""topictool evaluate: document-completion perplexity of a model on test documents."""
+"""topictool evaluate: document-completion perplexity of a model on test documents, or the
+left-to-right estimate of the likelihood of whole test documents (--method left-to-right)."""
 
 import click
 
 from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, json_option, print_table, vocab_option
 
+#: the options of one evaluation method each: refused with one line when given to the other
+COMPLETION_ONLY = ("holdout", "burn_in", "samples")
+LEFT_TO_RIGHT_ONLY = ("particles", "resample")
 
-@click.command("evaluate", short_help="Document-completion perplexity of a model on test documents.")
+
+@click.command("evaluate", short_help="Held-out perplexity of a model on test documents.")
 @click.argument("model")
 @click.argument("test")
 @click.option(
@@ -27,10 +32,26 @@ from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, json_option, prin
 )
 @click.option(
     "--method",
-    type=click.Choice(["gibbs", "vb"]),
+    type=click.Choice(["gibbs", "vb", "left-to-right"]),
     default=None,
-    help="Fold-in: collapsed Gibbs (as hca) or the variational fixed point. [default: the model's own, as its "
-    "snapshot records it (what train --test used); gibbs for imported models]",
+    help="Document completion with a collapsed Gibbs fold-in (as hca) or the variational fixed point, or "
+    "left-to-right: the likelihood of whole documents (Wallach et al. 2009, as Mallet's evaluate-topics). "
+    "[default: document completion with the model's own fold-in, as its snapshot records it (what "
+    "train --test used); gibbs for imported models]",
+)
+@click.option(
+    "--particles",
+    default=10,
+    show_default=True,
+    type=POSITIVE,
+    help="Particles of --method left-to-right (Mallet's default is 10).",
+)
+@click.option(
+    "--resample",
+    is_flag=True,
+    help="--method left-to-right: before each position, resample the topics of the earlier tokens "
+    "(Wallach et al.'s Algorithm 3; O(N^2) per document). Without it, as Mallet's default, they are never "
+    "revisited.",
 )
 @click.option("--seed", default=1, show_default=True, type=SEED, help="Seed of the hold-out split and the sampler.")
 @click.option(
@@ -44,12 +65,20 @@ from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, json_option, prin
     "it they are an error).",
 )
 @json_option
-def command(model, test, holdout, burn_in, samples, method, seed, threads, vocab, allow_oov, as_json):
+@click.pass_context
+def command(
+    ctx, model, test, holdout, burn_in, samples, method, particles, resample, seed, threads, vocab, allow_oov, as_json
+):
     """Perplexity of MODEL (a run directory or a snapshot .npz) on TEST (a prepared corpus
     directory, whose test split is used, or an LdaC/UCI file) by document completion:
     theta is folded in on the observed tokens of each test document with phi fixed, and
-    the held-out tokens are scored. Words of TEST the model lacks are an error unless
-    --allow-oov (then they are dropped and counted)."""
+    the held-out tokens are scored. With --method left-to-right, the log-likelihood of whole
+    test documents, log p(w | phi, alpha), estimated with --particles particles (Wallach et
+    al. 2009, Algorithm 3 with --resample; Mallet's evaluate-topics). Words of TEST the model
+    lacks are an error unless --allow-oov (then they are dropped and counted)."""
+    _check_options(ctx, method)
+    if method == "left-to-right":
+        return _left_to_right(model, test, particles, resample, seed, threads, vocab, allow_oov, as_json)
     from ..corpus import load_corpus
     from ..evaluate.completion import document_completion
     from ..snapshot import load_model
@@ -91,3 +120,52 @@ def command(model, test, holdout, burn_in, samples, method, seed, threads, vocab
     fold = f"gibbs, {burn_in} burn-in + {samples} samples" if method == "gibbs" else "vb"
     rows += [("hold-out", result["holdout"]), ("fold-in", fold), ("seconds", round(result["seconds"], 3))]
     print_table(f"document completion: {model} on {test}", ["", ("", "right")], rows, show_header=False)
+
+
+def _check_options(ctx, method):
+    """One line (exit 2) before any work for an option of the other evaluation method."""
+    from click.core import ParameterSource
+
+    from ..errors import InputError
+
+    given = [n for n in ctx.params if ctx.get_parameter_source(n) == ParameterSource.COMMANDLINE]
+    wrong = COMPLETION_ONLY if method == "left-to-right" else LEFT_TO_RIGHT_ONLY
+    bad = ["--" + n.replace("_", "-") for n in given if n in wrong]
+    if bad:
+        which = "--method left-to-right" if method == "left-to-right" else "document completion"
+        hint = "" if method == "left-to-right" else " (add --method left-to-right)"
+        raise InputError(f"{', '.join(bad)} does not apply to {which}{hint}")
+
+
+def _left_to_right(model, test, particles, resample, seed, threads, vocab, allow_oov, as_json):
+    from ..corpus import load_corpus
+    from ..evaluate.left_to_right import left_to_right
+    from ..snapshot import load_model
+
+    snapshot = load_model(model)
+    corpus = load_corpus(test, part="test", vocab=vocab)
+    result = left_to_right(
+        snapshot, corpus, particles=particles, resample=resample, seed=seed, threads=threads, allow_oov=allow_oov
+    )
+    result["model"] = str(model)
+    result["test"] = str(test)
+    if as_json:
+        emit_json(result)
+        return
+    rows = [
+        ("log-likelihood", result["log_likelihood"]),
+        ("log-likelihood per token", result["log_likelihood_per_token"]),
+        ("perplexity", result["perplexity"]),
+        ("tokens", result["tokens"]),
+        ("documents", f"{result['documents']:,} of {result['documents_total']:,}"),
+    ]
+    if result["oov_tokens"]:
+        share = 100.0 * result["oov_tokens"] / max(result["oov_tokens"] + result["tokens"], 1)
+        rows.append(("tokens outside the model's vocabulary (dropped)", f"{result['oov_tokens']:,} ({share:.1f}%)"))
+    how = "with resampling (Wallach et al.)" if resample else "without resampling (Mallet's default)"
+    rows += [
+        ("particles", f"{particles:,}, {how}"),
+        ("seed", result["seed"]),
+        ("seconds", round(result["seconds"], 3)),
+    ]
+    print_table(f"left-to-right: {model} on {test}", ["", ("", "right")], rows, show_header=False)
