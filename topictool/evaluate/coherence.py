@@ -43,6 +43,32 @@ For a topics file (one topic per line, as ``topictool topics --format txt``
 writes: words, or integer word ids of ``--vocab``; or hca's ``.toplst``,
 ``k: id id ...``, whose topic numbers are kept and whose root topic ``-1`` is
 skipped as hca does), the first ``top`` words of each line.
+
+Measures beyond PMI (``--measure``; Röder, Both & Hinneburg 2015)
+------------------------------------------------------------------
+With U units, c(w) and c(wi, wj) as above (c(w, w) = c(w)), eps = 1e-12 and
+the top words w1..wN in rank order (w1 the first), the ``gensim`` convention
+computes exactly what gensim's ``CoherenceModel`` (4.x) does:
+
+    pmi     mean_{i<j} log ((c(wi,wj)/U + eps) / (c(wi)/U * c(wj)/U))        gensim 'c_uci'
+    npmi    mean_{i<j} PMI_eps(wi,wj) / -log (c(wi,wj)/U + eps)               gensim 'c_npmi'
+    umass   mean_{i>j} log ((c(wi,wj)/U + eps) / (c(wj)/U))                   gensim 'u_mass'
+            (the higher-ranked word wj conditions; Mimno et al. 2011)
+    cv      with M[i, j] = NPMI_eps(wi, wj) for all i, j (also i = j), the
+            context vectors u_i = M[i, :] and v = sum_i M[i, :] (one-set
+            segmentation, gamma 1): mean_i cos(u_i, v)                         gensim 'c_v'
+
+Under ``gensim`` an unseen pair is not 0: its eps gives log eps terms (NPMI
+near -1). ``--convention mimno`` for umass is the paper's own form:
+sum_{i>j} log ((c(wi,wj) + 1) / c(wj)) (a sum, smoothed by 1). A word missing
+from the reference (or counted in no unit) makes every pair it is in score 0
+(and its entries of the cv context vectors 0; a zero vector's cosine is 0),
+where gensim would drop it or fail; it is listed as missing.
+
+Units are what the reference counted: a REF.npz's windows or documents, a
+prepared corpus directory's documents (``--window doc``) or sliding windows
+over its rebuilt token sequences (``topictool.cooc.prepared``; the defaults
+follow gensim: umass documents, pmi and npmi 10 tokens, cv 110 tokens).
 """
 
 import io
@@ -55,7 +81,18 @@ import numpy as np
 
 from ..errors import InputError
 
-CONVENTIONS = ("newman", "hca")
+CONVENTIONS = ("newman", "hca", "gensim", "mimno")
+MEASURES = ("pmi", "npmi", "umass", "cv")
+#: which conventions each measure has; the first is its default
+MEASURE_CONVENTIONS = {
+    "pmi": ("newman", "hca", "gensim"),
+    "npmi": ("newman", "hca", "gensim"),
+    "umass": ("gensim", "mimno"),
+    "cv": ("gensim",),
+}
+#: default window of each measure on a prepared corpus (gensim's): 0 = documents
+DEFAULT_WINDOWS = {"pmi": 10, "npmi": 10, "umass": 0, "cv": 110}
+EPSILON = 1e-12
 
 
 # ----------------------------------------------------------------------------
@@ -92,15 +129,67 @@ class CoocPairs:
         wc = self.ref.word_counts
         vals = np.zeros(len(a))
         if seen.any():
-            cj = joint[seen].astype(np.float64)
-            ca = wc[ia[seen]].astype(np.float64)
-            cb = wc[ib[seen]].astype(np.float64)
-            pmi = np.log(cj) + math.log(U) - np.log(ca) - np.log(cb)
-            if normalized:
-                neglog_joint = math.log(U) - np.log(cj)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    pmi = np.where(neglog_joint > 0, pmi / np.where(neglog_joint > 0, neglog_joint, 1.0), 1.0)
-            vals[seen] = pmi
+            vals[seen] = _pmi_values(joint[seen], wc[ia[seen]], wc[ib[seen]], U, normalized)
+        out[a, b] = vals
+        return out
+
+    def counts(self, ids):
+        """(c, C): units of each word and of each pair (C[i, i] = c[i]); 0 for ids -1."""
+        ids = np.asarray(ids, np.int64)
+        N = len(ids)
+        ok = ids >= 0
+        c = np.where(ok, np.asarray(self.ref.word_counts)[np.where(ok, ids, 0)], 0).astype(np.int64)
+        C = np.diag(c)
+        if N > 1:
+            a, b = np.triu_indices(N, 1)
+            both = ok[a] & ok[b]
+            joint = np.zeros(len(a), np.int64)
+            joint[both] = self.ref.pair_counts_of(ids[a][both], ids[b][both])
+            same = both & (ids[a] == ids[b])  # a word listed twice: with itself in all its units
+            joint[same] = c[a][same]
+            C[a, b] = joint
+            C[b, a] = joint
+        return c, C
+
+
+def _pmi_values(cj, ca, cb, U, normalized):
+    """PMI (or NPMI) of pairs seen together: counts cj (> 0), ca, cb out of U units."""
+    cj = np.asarray(cj).astype(np.float64)
+    ca = np.asarray(ca).astype(np.float64)
+    cb = np.asarray(cb).astype(np.float64)
+    pmi = np.log(cj) + math.log(U) - np.log(ca) - np.log(cb)
+    if normalized:
+        neglog_joint = math.log(U) - np.log(cj)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pmi = np.where(neglog_joint > 0, pmi / np.where(neglog_joint > 0, neglog_joint, 1.0), 1.0)
+    return pmi
+
+
+class CorpusPairs:
+    """Counts of a prepared corpus directory among the topics' words (``topictool.cooc.prepared``)."""
+
+    kind = "corpus"
+
+    def __init__(self, counts):
+        self.ref = counts
+        self.path = counts.path
+        self.ids = counts.ids
+        self.counts = counts.counts
+
+    def matrix(self, ids, normalized=False):
+        """As CoocPairs.matrix (a pair never seen together, or a word with itself, scores 0)."""
+        ids = np.asarray(ids, np.int64)
+        N = len(ids)
+        out = np.zeros((N, N))
+        if N < 2:
+            return out
+        c, C = self.counts(ids)
+        a, b = np.triu_indices(N, 1)
+        joint = np.where((ids[a] >= 0) & (ids[b] >= 0) & (ids[a] != ids[b]), C[a, b], 0)
+        seen = joint > 0
+        vals = np.zeros(len(a))
+        if seen.any():
+            vals[seen] = _pmi_values(joint[seen], c[a][seen], c[b][seen], float(self.ref.units), normalized)
         out[a, b] = vals
         return out
 
@@ -327,17 +416,67 @@ def topic_score(M, convention="newman"):
     raise InputError(f"--convention {convention!r}: expected one of {', '.join(CONVENTIONS)}")
 
 
-def score_topics(topics, pairs, convention="newman", normalized=False):
+def _npmi_eps(C, ci, cj, U):
+    """gensim's NPMI with eps of pairs (arrays of counts; all counts of single words > 0)."""
+    joint = C / U + EPSILON
+    return np.log(joint / ((ci / U) * (cj / U))) / -np.log(joint)
+
+
+def count_score(c, C, U, measure, convention="gensim"):
+    """Score of one topic under the count-based conventions (the module docstring).
+
+    c: units of each of the N top words (rank order), C: N x N pair units
+    (C[i, i] = c[i]), U: units. Words with c = 0 are missing: their pairs score 0.
+    """
+    N = len(c)
+    if N < 2:
+        return 0.0
+    c = np.asarray(c, np.float64)
+    C = np.asarray(C, np.float64)
+    U = float(U)
+    ok = c > 0
+    if measure == "cv":
+        i, j = np.nonzero(np.outer(ok, ok))
+        M = np.zeros((N, N))
+        M[i, j] = _npmi_eps(C[i, j], c[i], c[j], U)
+        v = M.sum(axis=0)
+        nv = math.sqrt(math.fsum((v * v).tolist()))
+        sims = []
+        for k in range(N):
+            nu = math.sqrt(math.fsum((M[k] * M[k]).tolist()))
+            sims.append(float(M[k] @ v) / (nu * nv) if nu > 0 and nv > 0 else 0.0)
+        return math.fsum(sims) / N
+    a, b = np.tril_indices(N, -1)  # a > b: b is the higher-ranked word
+    valid = ok[a] & ok[b]
+    vals = np.zeros(len(a))
+    ca, cb, cab = c[a][valid], c[b][valid], C[a, b][valid]
+    if measure == "umass":
+        if convention == "mimno":
+            vals[valid] = np.log((cab + 1.0) / cb)
+            return math.fsum(vals.tolist())
+        vals[valid] = np.log((cab / U + EPSILON) / (cb / U))
+    elif measure == "npmi":
+        vals[valid] = _npmi_eps(cab, ca, cb, U)
+    elif measure == "pmi":
+        vals[valid] = np.log((cab / U + EPSILON) / ((ca / U) * (cb / U)))
+    else:
+        raise InputError(f"--measure {measure!r}: expected one of {', '.join(MEASURES)}")
+    return math.fsum(vals.tolist()) / len(a)
+
+
+def score_topics(topics, pairs, convention="newman", normalized=False, measure=None):
     """Coherence of ``topics`` (list of Topic) against a pair table.
 
     Returns {"topics": [{"index", "score", "words", "weight", "missing"}],
     "mean", "weighted_mean"} (see the module docstring).
     """
+    measure = measure or ("npmi" if normalized else "pmi")
     if convention not in CONVENTIONS:
         raise InputError(f"--convention {convention!r}: expected one of {', '.join(CONVENTIONS)}")
+    by_counts = convention in ("gensim", "mimno") or measure in ("umass", "cv")
     ids = [pairs.ids(t.words) for t in topics]
     if isinstance(pairs, PmiFilePairs):
-        if normalized:
+        if measure == "npmi":
             pairs.matrix([], normalized=True)  # raises the explanation
         pairs.load(set(int(i) for row in ids for i in row if i >= 0))
         if not pairs.values and any(len(t.words) > 1 for t in topics):
@@ -347,14 +486,20 @@ def score_topics(topics, pairs, convention="newman", normalized=False):
             )
     rows = []
     for t, tid in zip(topics, ids):
-        M = pairs.matrix(tid, normalized)
+        if by_counts:
+            c, C = pairs.counts(tid)
+            score = count_score(c, C, pairs.ref.units, measure, convention)
+            missing = [w for w, n in zip(t.words, c) if n <= 0]
+        else:
+            score = topic_score(pairs.matrix(tid, measure == "npmi"), convention)
+            missing = [w for w, i in zip(t.words, tid) if i < 0]
         rows.append(
             {
                 "index": t.index,
-                "score": topic_score(M, convention),
+                "score": score,
                 "words": list(t.words),
                 "weight": t.weight,
-                "missing": [w for w, i in zip(t.words, tid) if i < 0],
+                "missing": missing,
             }
         )
     scores = np.array([r["score"] for r in rows])
@@ -374,21 +519,76 @@ def model_topics(snapshot, top=10, rank="prob"):
     return [Topic(k, list(words), weight=float(wt)) for k, wt, words, _ in top_words(snapshot, top, rank)]
 
 
-def coherence(
-    reference, topics=None, model=None, vocab=None, top=10, rank="prob", convention="newman", normalized=False
-):
-    """Score a model (path) or a topics file (path) against a reference (REF.npz or .pmi file).
+def resolve_measure(measure=None, normalized=False, convention=None):
+    """(measure, convention) with their defaults; InputError for a combination that does not exist."""
+    if normalized:
+        if measure not in (None, "npmi"):
+            raise InputError(f"--normalized means --measure npmi; it cannot go with --measure {measure}")
+        measure = "npmi"
+    measure = measure or "pmi"
+    if measure not in MEASURES:
+        raise InputError(f"--measure {measure!r}: expected one of {', '.join(MEASURES)}")
+    allowed = MEASURE_CONVENTIONS[measure]
+    convention = convention or allowed[0]
+    if convention not in allowed:
+        raise InputError(
+            f"--convention {convention!r} does not apply to --measure {measure} (it has: {', '.join(allowed)})"
+        )
+    return measure, convention
 
-    ``vocab``: path of a vocabulary (one word per line, or hca ``.words``) for
-    topic-file ids and .pmi ids; for a model and a .pmi file the model's
-    vocabulary is the default.
+
+def is_prepared_corpus(path):
+    p = Path(path)
+    return p.is_dir() and (p / "corpus.json").is_file()
+
+
+def _window_value(window):
+    """None (not given), 0 (documents) or a number of tokens."""
+    if window is None:
+        return None
+    from ..cooc import parse_window
+
+    w = parse_window(window)
+    return 0 if w == "doc" else int(w)
+
+
+def coherence(
+    reference,
+    topics=None,
+    model=None,
+    vocab=None,
+    top=10,
+    rank="prob",
+    convention=None,
+    normalized=False,
+    measure=None,
+    window=None,
+    part="train",
+    window_counting="boolean",
+):
+    """Score a model (path) or a topics file (path) against a reference.
+
+    ``reference``: a REF.npz (``topictool cooc``), an hca-style .pmi file, or a
+    prepared corpus directory (``topictool prepare``: its ``part``, train, test
+    or all, counted among the topics' words with ``window``: 'doc', a number of
+    tokens, or None for the measure's default; ``window_counting`` boolean or
+    gensim). ``vocab``: path of a vocabulary (one word per line, or hca
+    ``.words``) for topic-file ids and .pmi ids; for a model and a .pmi file
+    the model's vocabulary is the default.
     """
     from ..corpus.vocabulary import read_vocab
 
+    measure, convention = resolve_measure(measure, normalized, convention)
     if (topics is None) == (model is None):
         raise InputError("give either MODEL or --topics FILE")
     if int(top) < 1:
         raise InputError(f"--top {top}: must be at least 1")
+    if part not in ("train", "test", "all"):
+        raise InputError(f"--part {part!r}: expected train, test or all")
+    w = _window_value(window)
+    corpus_ref = is_prepared_corpus(reference)
+    if not corpus_ref and Path(reference).is_dir():
+        raise InputError("a directory as --reference must be a prepared corpus (no corpus.json here)", reference)
     words = None
     if vocab is not None:
         words = read_vocab(vocab)
@@ -397,20 +597,54 @@ def coherence(
 
         snap = load_model(model)
         topic_list = model_topics(snap, top, rank)
-        if words is None and not _is_zip(Path(reference)) and Path(reference).exists():
+        if words is None and not corpus_ref and not _is_zip(Path(reference)) and Path(reference).exists():
             # the model's own word list is not necessarily the one the file's ids refer to
             raise InputError(
                 "a .pmi reference holds word ids of the vocabulary it was made with: give that vocabulary with --vocab",
                 reference,
             )
-        pairs = open_pairs(reference, words)
+    else:
+        topic_list = None
+    if corpus_ref:
+        from ..cooc.prepared import CorpusCounts
+
+        if topic_list is None:
+            topic_list = read_topics(topics, top, words)
+        w = DEFAULT_WINDOWS[measure] if w is None else w
+        counts = CorpusCounts(reference, [x for t in topic_list for x in t.words], part, w, window_counting)
+        pairs = CorpusPairs(counts)
     else:
         pairs = open_pairs(reference, words)
-        topic_list = read_topics(topics, top, words)
-    result = score_topics(topic_list, pairs, convention, normalized)
+        if topic_list is None:
+            topic_list = read_topics(topics, top, words)
+        if pairs.kind == "pmi-file" and (measure not in ("pmi",) or convention not in ("newman", "hca")):
+            if measure == "npmi" and convention != "gensim":
+                pairs.matrix([], normalized=True)  # raises the explanation
+            raise InputError(
+                f"--measure {measure} --convention {convention} needs co-occurrence counts (a REF.npz or a "
+                "prepared corpus); a .pmi file holds PMI values only",
+                pairs.path,
+            )
+        if pairs.kind == "cooc":
+            ref_w = 0 if pairs.ref.window == "doc" else int(pairs.ref.window)
+            if w is not None and w != ref_w:
+                raise InputError(
+                    f"--window {window}: this reference counted "
+                    + ("documents" if ref_w == 0 else f"windows of {ref_w} tokens")
+                    + " (make another with `topictool cooc --window`, or score against a prepared corpus)",
+                    reference,
+                )
+        if window_counting != "boolean":
+            raise InputError(
+                f"--window-counting {window_counting} needs a prepared corpus as --reference "
+                "(a REF.npz holds boolean window counts)",
+                reference,
+            )
+    result = score_topics(topic_list, pairs, convention, measure=measure)
     result.update(
+        measure=measure,
         convention=convention,
-        normalized=bool(normalized),
+        normalized=measure == "npmi",
         top=int(top),
         rank=rank if model is not None else None,
         reference=str(reference),
@@ -419,4 +653,19 @@ def coherence(
     if pairs.kind == "cooc":
         result["reference_window"] = pairs.ref.window
         result["reference_units"] = pairs.ref.units
+        result["window"] = "document" if pairs.ref.window == "doc" else pairs.ref.window
+        result["window_counting"] = None if pairs.ref.window == "doc" else "boolean"
+        result["units"] = pairs.ref.units
+    elif pairs.kind == "corpus":
+        result["part"] = part
+        result["window"] = "document" if counts.window == 0 else counts.window
+        result["window_counting"] = counts.counting
+        result["units"] = counts.units
+        result["documents"] = counts.documents
+    else:
+        result["window"] = None
+        result["window_counting"] = None
+        result["units"] = None
+    if measure in ("umass", "cv") or convention == "gensim":
+        result["epsilon"] = None if convention == "mimno" else EPSILON
     return result
