@@ -59,6 +59,8 @@ _OWN_FILES = {
         "vocab.txt",
         "train.npz",
         "test.npz",
+        "train.names.txt",
+        "test.names.txt",
         "truth.npz",
         "train.ldac",
         "test.ldac",

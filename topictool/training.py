@@ -42,6 +42,7 @@ class TrainSpec:
     keep_checkpoints: int = 3
     log_every: int = 10
     debug_checks: bool = False
+    show_topics: int = 0  # print every topic's top words every N iterations (0: never)
 
 
 def _now():
@@ -155,8 +156,9 @@ class _Resumed:
         pass
 
 
-def resume(run, more=None, threads=None, echo=None):
-    """Continue a run from its newest usable checkpoint (holding the run's lock)."""
+def resume(run, more=None, threads=None, echo=None, show_topics=None):
+    """Continue a run from its newest usable checkpoint (holding the run's lock); ``show_topics``
+    overrides the run's --show-topics for this session."""
     run = Path(run)
     info = store.read_run_json(run)
     try:
@@ -165,6 +167,8 @@ def resume(run, more=None, threads=None, echo=None):
         raise InputError(f"run.json has an unexpected spec ({e})", run / "run.json") from None
     if threads is not None and threads != spec.threads:
         raise InputError(f"this run uses --threads {spec.threads}; exact resume needs the same number")
+    if show_topics is not None:
+        spec.show_topics = int(show_topics)
     if more is not None and more < 0:
         raise InputError(f"-n/--iterations must be >= 0, got {more}")
     cls = registry.get(spec.model)
@@ -241,6 +245,8 @@ def _loop(output, info, spec, model, corpus, test, done, target, echo):
                 row.update(_evaluate(model, test, spec))
             store.append_jsonl(output.path / "metrics.jsonl", row)
             reporter.update(row)
+            if spec.show_topics and it % spec.show_topics == 0:
+                reporter.topics(it, model.snapshot())
             if spec.checkpoint_every and it % spec.checkpoint_every == 0 and it < target:
                 _checkpoint(output, info, spec, model, it, seconds_total)
                 last_ckpt = it
@@ -267,16 +273,7 @@ def _checkpoint(output, info, spec, model, iteration, seconds_total):
     run = output.path
     meta = {"model": spec.model, "seed": spec.seed, "threads": spec.threads, "seconds_total": seconds_total}
     store.save_checkpoint(run, iteration, model.state(), meta, keep=spec.keep_checkpoints)
-    snap = model.snapshot()
-    snap.meta = dict(
-        snap.meta,
-        model=spec.model,
-        iteration=iteration,
-        run=str(Path(output.target).resolve()),
-        eval_method=model.eval_method,
-        step_unit=model.step_unit,
-    )
-    snap.save(run / "model.npz")
+    run_snapshot(model, spec.model, iteration, output.target, info["corpus"]["path"]).save(run / "model.npz")
     info.update(iterations_done=iteration, seconds_total=round(seconds_total, 3), updated=_now())
     store.write_json(run / "run.json", info)
     output.commit()  # the run is whole now: a staged run replaces the old one here
@@ -324,16 +321,43 @@ def snapshot_of_run(run, iteration=None):
         if latest and snap.meta.get("iteration") == store.checkpoint_iteration(latest[-1]):
             return snap
     model = model_of_run(run, iteration)
+    info = store.read_run_json(run)
+    return run_snapshot(model, info["model"], model.iteration, run, info["corpus"]["path"])
+
+
+def run_snapshot(model, name, iteration, run, corpus_path):
+    """The snapshot a run publishes: the model's estimate; what it is (model, iteration, run,
+    how to evaluate it); how its corpus was prepared (so `infer` tokenises text the same way);
+    and for Gibbs models the training documents' topic counts."""
     snap = model.snapshot()
     snap.meta = dict(
         snap.meta,
-        model=model.name,
-        iteration=model.iteration,
-        run=str(run.resolve()),
+        model=name,
+        iteration=iteration,
+        run=str(Path(run).resolve()),
+        corpus=str(corpus_path),
         eval_method=model.eval_method,
         step_unit=model.step_unit,
     )
+    prepared = _prepare_options(corpus_path)
+    if prepared is not None:
+        snap.meta["prepare"] = prepared
+    if model.eval_method == "gibbs":
+        table = model.doc_topic_table()
+        if table is not None and len(table[0]) == model.D + 1 and (len(table[1]) == 0 or table[1].max() < snap.K):
+            snap.doc_topics = table
     return snap
+
+
+def _prepare_options(corpus_path):
+    """The text options of a prepared corpus (corpus.json), or None for a bare LdaC/UCI file."""
+    manifest = Path(corpus_path) / "corpus.json"
+    try:
+        options = json.loads(manifest.read_text("utf-8")).get("options")
+    except (OSError, ValueError):
+        return None
+    keys = ("stopwords", "token_pattern", "encoding", "errors", "include", "source_format")
+    return {k: options[k] for k in keys if k in options} if isinstance(options, dict) else None
 
 
 def model_of_run(run, iteration=None):
@@ -383,6 +407,21 @@ class Progress:
             self.bar.update(self.task, completed=row["iteration"], status=status)
         elif self.log_every and (row["iteration"] % self.log_every == 0 or row["iteration"] == self.target):
             print(f"{self.unit} {row['iteration']}/{self.target}  {status}", file=sys.stderr, flush=True)
+
+    def topics(self, iteration, snapshot, top=10):
+        """Every topic's most probable words (Mallet's --show-topics-interval): above the
+        progress bar on a terminal, plain lines otherwise."""
+        from .topics import top_words
+
+        lines = [f"topics at {self.unit} {iteration}:"]
+        for k, weight, words, _ in top_words(snapshot, top=top, rank="prob"):
+            if weight > 0:
+                lines.append(f"  {k:>4} {weight:7.2%}  {' '.join(words)}")
+        text = "\n".join(lines)
+        if self.bar is not None:
+            self.bar.console.print(text, markup=False, highlight=False)
+        else:
+            print(text, file=sys.stderr, flush=True)
 
     def close(self):
         if self.bar is not None:

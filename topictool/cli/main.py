@@ -22,6 +22,8 @@ COMMANDS = {
     "train": "train",
     "snapshot": "snapshot",
     "evaluate": "evaluate",
+    "infer": "infer",
+    "export": "export",
     "cooc": "cooc",
     "pmi": "pmi",
     "topics": "topics",

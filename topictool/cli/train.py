@@ -55,6 +55,11 @@ from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, force_option, jso
     type=COUNT,
     help="Log-likelihood and a progress line every N iterations (when not on a terminal).",
 )
+@click.option(
+    "--show-topics",
+    type=COUNT,
+    help="Print the top words of every topic every N iterations (Mallet's --show-topics-interval).",
+)
 @click.option("--resume", "resume_run", type=click.Path(file_okay=False), help="Continue the run in this directory.")
 @click.option("--debug-checks", is_flag=True, help="Verify count invariants after every iteration (slow).")
 @click.option("--list-models", is_flag=True, help="List the models (what one -n step is, threads) and exit.")
@@ -78,6 +83,7 @@ def command(
     checkpoint_every,
     keep_checkpoints,
     log_every,
+    show_topics,
     resume_run,
     debug_checks,
     list_models,
@@ -106,8 +112,8 @@ def command(
         return
     if resume_run:
         if corpus or model or out or config or sets or K is not None or seed is not None or test or force:
-            raise InputError("--resume takes only the run directory, -n MORE and --threads")
-        summary = training.resume(resume_run, more=iterations, threads=threads)
+            raise InputError("--resume takes only the run directory, -n MORE, --threads and --show-topics")
+        summary = training.resume(resume_run, more=iterations, threads=threads, show_topics=show_topics)
     else:
         cfg_top, cfg_opts = training.load_config(config) if config else ({}, {})
         model = model or cfg_top.get("model")
@@ -148,6 +154,7 @@ def command(
             keep_checkpoints=keep_checkpoints,
             log_every=log_every,
             debug_checks=debug_checks,
+            show_topics=show_topics or 0,
         )
         summary = training.train(spec, out, force=force)
     if as_json:

@@ -11,7 +11,7 @@ import numpy as np
 from .. import __version__, store
 from ..errors import InputError
 from .corpus import Corpus
-from .prepared import FORMAT_VERSION, detect_bag_format, read_bag_file, save_arrays
+from .prepared import FORMAT_VERSION, detect_bag_format, read_bag_file, save_arrays, write_names
 from .split import split_documents
 from .text import TextSource, documents_per_folder
 from .tokenizer import DEFAULT_PATTERN, Tokenizer, load_stopwords
@@ -54,7 +54,8 @@ def source_kind(path, source_format="auto"):
 def build_corpus(sources, opts):
     """Read every source into one Corpus and apply the vocabulary options.
 
-    Returns (corpus, facts) where facts records what was dropped.
+    Returns (corpus, facts) where facts records what was dropped, and ``facts["names"]``
+    names each document (its file, zip member or ``file:line``).
     """
     kinds = [source_kind(s, opts.source_format) for s in sources]
     bags = [k in ("ldac", "uci") for k in kinds]
@@ -66,33 +67,22 @@ def build_corpus(sources, opts):
         if any(p.vocab != parts[0].vocab for p in parts[1:]):
             raise InputError("LdaC/UCI sources must share one vocabulary", sources[1])
         corpus = _concat(parts)
+        names = [f"{Path(s).name}:{i + 1}" for s, p in zip(sources, parts) for i in range(p.D)]
         stop = load_stopwords(opts.stopwords or "none", opts.encoding)
         keep = np.array([w not in stop for w in corpus.vocab], dtype=bool)
         corpus = prune(corpus, opts.min_count, opts.min_df, opts.max_df, keep=keep)
     else:
         fixed = read_vocab(opts.vocab, opts.encoding) if opts.vocab else None
         stop = frozenset() if fixed else load_stopwords(opts.stopwords or "english", opts.encoding)
-        builder = _BagBuilder(fixed, stop)
-        tokenize = Tokenizer(opts.token_pattern)
-        files, skipped = [], []
-        for s, k in zip(sources, kinds):
-            source = TextSource(s, k, opts.encoding, opts.errors, opts.include)
-            for name, text in source:
-                builder.add(tokenize(text))
-                if k != "lines":
-                    files.append(name)
-            skipped += source.skipped
-        corpus = builder.corpus()
-        facts["oov_tokens_dropped"] = builder.oov
-        if files:
-            facts["documents_per_folder"] = documents_per_folder(files)
-        # what was passed over is said, not silently dropped (the first names, and how many)
-        facts["skipped_files"] = {"count": len(skipped), "names": skipped[:20]}
+        corpus, names, text_facts = read_text(sources, kinds, opts, fixed, stop)
+        facts.update(text_facts)
         if fixed is None:
             corpus = prune(corpus, opts.min_count, opts.min_df, opts.max_df)
     W_before = corpus.W
+    kept = np.diff(corpus.doc_ptr) > 0
     corpus, dropped = drop_empty_documents(corpus)
     facts["empty_documents_dropped"] = dropped
+    facts["names"] = [n for n, k in zip(names, kept) if k]
     if corpus.D == 0 or corpus.N == 0 or W_before == 0:
         raise InputError(
             f"the corpus is empty after reading and pruning (min-count {opts.min_count}, "
@@ -100,6 +90,28 @@ def build_corpus(sources, opts):
             sources[0],
         )
     return corpus, facts
+
+
+def read_text(sources, kinds, opts, fixed=None, stop=frozenset()):
+    """Text sources tokenised as prepare does: (corpus, document names, facts). With ``fixed``
+    (a vocabulary) other words are dropped and counted (facts["oov_tokens_dropped"])."""
+    builder = _BagBuilder(fixed, stop)
+    tokenize = Tokenizer(opts.token_pattern)
+    names, files, skipped = [], [], []
+    for s, k in zip(sources, kinds):
+        source = TextSource(s, k, opts.encoding, opts.errors, opts.include)
+        for name, text in source:
+            builder.add(tokenize(text))
+            names.append(name)
+            if k != "lines":
+                files.append(name)
+        skipped += source.skipped
+    facts = {"oov_tokens_dropped": builder.oov}
+    if files:
+        facts["documents_per_folder"] = documents_per_folder(files)
+    # what was passed over is said, not silently dropped (the first names, and how many)
+    facts["skipped_files"] = {"count": len(skipped), "names": skipped[:20]}
+    return builder.corpus(), names, facts
 
 
 def prepare(sources, out, opts, force=False):
@@ -112,10 +124,13 @@ def prepare(sources, out, opts, force=False):
     inputs = [*sources, opts.vocab, opts.stopwords if opts.stopwords not in (None, "english", "none") else None]
     store.check_output_dir(out, force, "corpus", inputs)
     corpus, facts = build_corpus(sources, opts)
+    names = facts.pop("names")
     train_idx, test_idx = split_documents(corpus.D, opts.test_fraction, opts.seed)
     parts = {"train": corpus.subset(train_idx)}
+    part_names = {"train": [names[i] for i in train_idx]}
     if len(test_idx):
         parts["test"] = corpus.subset(test_idx)
+        part_names["test"] = [names[i] for i in test_idx]
     manifest = {
         "format_version": FORMAT_VERSION,
         "topictool_version": __version__,
@@ -133,6 +148,7 @@ def prepare(sources, out, opts, force=False):
         write_vocab(corpus.vocab, stage / "vocab.txt")
         for name, part in parts.items():
             save_arrays(part, stage / f"{name}.npz")
+            write_names(part_names[name], stage / f"{name}.names.txt")
             if opts.format in ("ldac", "both"):
                 from .ldac import write_ldac
 

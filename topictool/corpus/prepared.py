@@ -22,6 +22,24 @@ def save_arrays(corpus, path):
     )
 
 
+def write_names(names, path):
+    """Document names, one a line (line i names document i); tabs and line breaks in a name
+    become spaces."""
+    text = "".join(" ".join(str(n).split("\t")).replace("\n", " ").replace("\r", " ") + "\n" for n in names)
+    store.write_text(path, text)
+
+
+def read_names(directory, part="train", D=None):
+    """The names of a prepared corpus's documents, or None (synthetic corpora, older corpora)."""
+    path = Path(directory) / f"{part}.names.txt"
+    if not Path(directory).is_dir() or not path.is_file():
+        return None
+    names = path.read_text(encoding="utf-8").split("\n")[:-1]
+    if D is not None and len(names) != D:
+        raise InputError(f"{len(names)} names for {D} documents", path)
+    return names
+
+
 def load_prepared(directory, part="train"):
     directory = Path(directory)
     manifest_path = directory / "corpus.json"

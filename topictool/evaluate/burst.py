@@ -40,13 +40,16 @@ from ..models.hca.burst import burst_weights
 
 
 # Fold in one document (Gibbs over (z, r) of its observed tokens, eq. 6/7 with phi fixed) and
-# return sum over held-out tokens of log of the sample-averaged eq. 5 probability.
+# return sum over held-out tokens of log of the sample-averaged eq. 5 probability. theta and
+# counts, when they have K entries, receive the sample-averaged theta (eq. 5's) and the topic
+# counts of the last sweep (for `infer`).
 @numba.njit(cache=True, nogil=True)
-def _burst_document(phi_wk, alpha, b_psi, a_psi, R, obs, held, burn_in, samples, state, row):
+def _burst_document(phi_wk, alpha, b_psi, a_psi, R, obs, held, burn_in, samples, state, row, theta_out, counts):
     K = alpha.shape[0]
     n = obs.shape[0]
     m = held.shape[0]
-    if m == 0:
+    want = theta_out.shape[0] == K
+    if m == 0 and not want:
         return 0.0
     alpha_sum = 0.0
     for k in range(K):
@@ -103,6 +106,9 @@ def _burst_document(phi_wk, alpha, b_psi, a_psi, R, obs, held, burn_in, samples,
             S_k[k] += rr
         if sweep >= burn_in:
             norm = 1.0 / (n + alpha_sum)
+            if want:
+                for k in range(K):
+                    theta_out[k] += (ndk[k] + alpha[k]) * norm / samples
             for j in range(m):
                 w = held[j]
                 lw = lh[j]
@@ -114,6 +120,9 @@ def _burst_document(phi_wk, alpha, b_psi, a_psi, R, obs, held, burn_in, samples,
                     )
                     p += theta * cache
                 psum[j] += p
+    if counts.shape[0] == K:
+        for k in range(K):
+            counts[k] = ndk[k]
     ll = 0.0
     for j in range(m):
         ll += np.log(psum[j] / samples)
@@ -122,11 +131,30 @@ def _burst_document(phi_wk, alpha, b_psi, a_psi, R, obs, held, burn_in, samples,
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _all_documents(
-    phi_wk, alpha, b_psi, a_psi, R, obs_ptr, obs_words, held_ptr, held_words, burn_in, samples, seed, state, loglik
+    phi_wk,
+    alpha,
+    b_psi,
+    a_psi,
+    R,
+    obs_ptr,
+    obs_words,
+    held_ptr,
+    held_words,
+    burn_in,
+    samples,
+    seed,
+    state,
+    loglik,
+    theta_out,
+    counts_out,
 ):
     D = obs_ptr.shape[0] - 1
+    none = np.zeros(0, dtype=np.float64)
+    no_counts = np.zeros(0, dtype=np.int64)
     for d in prange(D):
         seed_row(state, d, seed, d)
+        theta = theta_out[d] if theta_out.shape[0] == D else none
+        counts = counts_out[d] if counts_out.shape[0] == D else no_counts
         loglik[d] = _burst_document(
             phi_wk,
             alpha,
@@ -139,12 +167,15 @@ def _all_documents(
             samples,
             state,
             d,
+            theta,
+            counts,
         )
 
 
-def burst_scores(snapshot, split, burn_in, samples, seed):
+def burst_scores(snapshot, split, burn_in, samples, seed, keep=False):
     """Per-document log-likelihood of the held-out tokens of ``split`` under a snapshot with
-    burst_concentration and burst_discount (the front end: evaluate/completion.py)."""
+    burst_concentration and burst_discount (the front end: evaluate/completion.py); with
+    ``keep``, also the fold-in's theta (D, K) and last topic counts (D, K)."""
     phi = np.asarray(snapshot.phi, dtype=np.float64)
     alpha = np.asarray(snapshot.alpha, dtype=np.float64)
     b_psi = np.asarray(snapshot.burst_concentration, dtype=np.float64)
@@ -164,6 +195,8 @@ def burst_scores(snapshot, split, burn_in, samples, seed):
     table = StirlingTable(a_psi, max_count + 2, t_cap=max_count + 2)
     loglik = np.zeros(D)
     state = np.zeros((max(D, 1), 4), dtype=np.uint64)
+    theta = np.zeros((D if keep else 0, K), dtype=np.float64)
+    counts = np.zeros((D if keep else 0, K), dtype=np.int64)
     _all_documents(
         np.ascontiguousarray(phi.T),
         alpha,
@@ -179,5 +212,7 @@ def burst_scores(snapshot, split, burn_in, samples, seed):
         np.int64(seed & 0x7FFFFFFFFFFFFFFF),
         state,
         loglik,
+        theta,
+        counts,
     )
-    return loglik
+    return (loglik, theta, counts) if keep else loglik

@@ -180,7 +180,7 @@ def document_completion(
             loglik = burst_scores(model, split, burn_in, samples, seed)
             extra.update(method="gibbs-burst", burst_discount=float(model.burst_discount))
         else:
-            loglik, iters, theta = plain_scores(
+            loglik, iters, theta, _ = plain_scores(
                 phi, alpha, split, method, burn_in, samples, tol, max_iter, seed, return_theta
             )
             extra["method"] = method
@@ -191,6 +191,36 @@ def document_completion(
     if return_theta:
         result["theta"] = theta
     return result
+
+
+def fold_in(snapshot, corpus, method=None, burn_in=10, samples=40, seed=1, threads=1, tol=1e-6, max_iter=1000):
+    """The topic proportions of every document of ``corpus`` (over the snapshot's vocabulary),
+    all tokens observed, folded in by the model's own method (``method`` None: the snapshot's
+    eval_method; the burstiness front end for a bursty snapshot). Returns (theta (D, K), topic
+    counts of the last Gibbs sweep (D, K) or None for VB, the method used). Document d uses the
+    random stream (seed, d): the same for any thread count."""
+    from ..corpus.holdout import HoldoutSplit
+
+    phi, alpha, _ = _model_arrays(snapshot, None)
+    _check_model(phi, alpha)
+    if corpus.W != phi.shape[1]:
+        raise InputError(f"the documents are over {corpus.W} words, the model over {phi.shape[1]}")
+    method = method or snapshot.meta.get("eval_method") or "gibbs"
+    if method not in METHODS:
+        raise InputError(f"--method {method!r}: expected one of {', '.join(METHODS)}")
+    if int(burn_in) < 0 or int(samples) < 1 or int(threads) < 1:
+        raise InputError("burn-in must be >= 0, samples and threads >= 1")
+    bursty = snapshot.burst_concentration is not None
+    token_ptr, words = corpus.tokens()
+    split = HoldoutSplit(token_ptr, words, np.zeros(corpus.D + 1, dtype=np.int64), np.zeros(0, dtype=np.int32))
+    with numba_threads(threads):
+        if bursty:
+            _, theta, counts = burst_scores(snapshot, split, int(burn_in), int(samples), seed, keep=True)
+            return theta, counts, "gibbs-burst"
+        _, _, theta, counts = plain_scores(
+            phi, alpha, split, method, int(burn_in), int(samples), tol, max_iter, seed, True, method == "gibbs"
+        )
+    return theta, counts, method
 
 
 def summarise(loglik, split, D, oov, oov_held, **extra):

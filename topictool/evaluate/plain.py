@@ -23,8 +23,9 @@ def _draw_topic(w, ndk, alpha, phi_wk, cum, state, row):
 
 
 @numba.njit(cache=True, nogil=True)
-def _gibbs_theta(phi_wk, alpha, words, burn_in, samples, state, row, theta):
-    """Fold in one document by collapsed Gibbs; writes the averaged theta into ``theta``.
+def _gibbs_theta(phi_wk, alpha, words, burn_in, samples, state, row, theta, counts):
+    """Fold in one document by collapsed Gibbs; writes the averaged theta into ``theta`` and,
+    when ``counts`` has K entries, the topic counts n_dk of the last sweep into it.
 
     p(z_i = k | z_-i, w, phi, alpha) ∝ (n_dk^-i + alpha_k) phi_{k, w_i}
     theta estimate per sample sweep: (n_dk + alpha_k) / (n_d + alpha_sum)
@@ -60,6 +61,9 @@ def _gibbs_theta(phi_wk, alpha, words, burn_in, samples, state, row, theta):
                 theta[k] += (ndk[k] + alpha[k]) * norm
     for k in range(K):
         theta[k] /= samples
+    if counts.shape[0] == K:
+        for k in range(K):
+            counts[k] = ndk[k]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -148,6 +152,7 @@ def _fold_in_and_score(
     seed,
     state,
     theta_out,
+    counts_out,
     loglik,
     iters,
 ):
@@ -156,17 +161,20 @@ def _fold_in_and_score(
 
     method 0 = Gibbs, 1 = VB. state is (D, 4): document d uses row d, seeded
     from (seed, d), so results do not depend on the thread count. theta_out is
-    (D, K) to keep every document's theta, or (0, K) to keep none.
+    (D, K) to keep every document's theta, or (0, K) to keep none; counts_out likewise
+    for the Gibbs fold-in's topic counts of its last sweep.
     """
     D = obs_ptr.shape[0] - 1
     K = alpha.shape[0]
     keep = theta_out.shape[0] == D
+    no_counts = np.zeros(0, dtype=np.int64)
     for d in prange(D):
         theta = np.empty(K, dtype=np.float64)
         words = obs_words[obs_ptr[d] : obs_ptr[d + 1]]
         if method == 0:
             seed_row(state, d, seed, d)
-            _gibbs_theta(phi_wk, alpha, words, burn_in, samples, state, d, theta)
+            counts = counts_out[d] if counts_out.shape[0] == D else no_counts
+            _gibbs_theta(phi_wk, alpha, words, burn_in, samples, state, d, theta, counts)
             iters[d] = burn_in + samples
         else:
             iters[d] = _vb_theta(phi_wk, alpha, words, tol, max_iter, theta)
@@ -183,11 +191,13 @@ def _fold_in_and_score(
                 theta_out[d, k] = theta[k]
 
 
-def plain_scores(phi, alpha, split, method, burn_in, samples, tol, max_iter, seed, keep_theta):
-    """(loglik per document, fold-in iterations per document, theta or an empty (0, K) array)."""
+def plain_scores(phi, alpha, split, method, burn_in, samples, tol, max_iter, seed, keep_theta, keep_counts=False):
+    """(loglik per document, fold-in iterations per document, theta or an empty (0, K) array,
+    and with ``keep_counts`` the Gibbs fold-in's last topic counts (D, K), else None)."""
     D, K = split.D, phi.shape[0]
     phi_wk = np.ascontiguousarray(phi.T)
     theta_out = np.zeros((D if keep_theta else 0, K), dtype=np.float64)
+    counts_out = np.zeros((D if keep_counts else 0, K), dtype=np.int64)
     loglik = np.zeros(D, dtype=np.float64)
     iters = np.zeros(D, dtype=np.int64)
     state = np.zeros((D, 4), dtype=np.uint64)
@@ -206,7 +216,8 @@ def plain_scores(phi, alpha, split, method, burn_in, samples, tol, max_iter, see
         np.int64(seed & 0x7FFFFFFFFFFFFFFF),
         state,
         theta_out,
+        counts_out,
         loglik,
         iters,
     )
-    return loglik, iters, theta_out
+    return loglik, iters, theta_out, (counts_out if keep_counts else None)

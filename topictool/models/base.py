@@ -31,7 +31,8 @@ and implements:
     snapshot()      the current estimate: Snapshot(phi, alpha, topic_weight, ...)
     log_likelihood()  training log-likelihood or bound
     check_invariants()  AssertionError when counts and assignments disagree (--debug-checks)
-    doc_topics()    (D, K) topic counts of the training documents, or None
+    doc_topics()    (D, K) topic counts of the training documents, or None (doc_topic_table()
+                    gives them sparse, for snapshots; a family may compute that directly)
     rng_streams()   how many random streams (rows of self.rng) the model uses
 
 Base does the rest, once for every family: option resolution and range checks,
@@ -142,6 +143,16 @@ class Model:
 
     def doc_topics(self):
         return None
+
+    def doc_topic_table(self):
+        """The training documents' topic counts as a snapshot carries them (CSR, see
+        snapshot.doc_topic_csr), or None when doc_topics() holds no integer counts."""
+        counts = self.doc_topics()
+        if counts is None or not np.issubdtype(np.asarray(counts).dtype, np.integer):
+            return None
+        from ..snapshot import doc_topic_csr
+
+        return doc_topic_csr(dense=counts)
 
     def rng_streams(self):
         return 1

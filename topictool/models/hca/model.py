@@ -24,7 +24,7 @@ import numpy as np
 from ...errors import InputError
 from ...kernels.special import log_pochhammer, log_rising
 from ...kernels.stirling import StirlingTable, sorted_pairs
-from ...snapshot import Snapshot
+from ...snapshot import Snapshot, doc_topic_csr
 from ..base import DISCOUNT, NONNEGATIVE, PRIOR, Model, doc_topic_counts, effective_topics
 from . import hyper as hp
 from . import sampler as smp
@@ -202,6 +202,9 @@ class HcaGibbs(Model):
     def doc_topics(self):
         """n_dk (D x K int32) from z: every token, burst or not, is a customer of its document."""
         return doc_topic_counts(self.token_ptr, self.z, self.K)
+
+    def doc_topic_table(self):
+        return doc_topic_csr(token_ptr=self.token_ptr, z=self.z, K=self.K)  # without the dense table
 
     # -- the sweep ------------------------------------------------------------------
 

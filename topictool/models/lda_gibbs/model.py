@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...kernels.dirichlet_opt import doc_topic_histograms, learn_parameters, learn_symmetric_concentration
-from ...snapshot import Snapshot
+from ...snapshot import Snapshot, doc_topic_csr
 from ..base import NONNEGATIVE, PRIOR, Model, doc_topic_counts
 from . import kernels as kern
 
@@ -257,3 +257,6 @@ class LdaGibbs(Model):
     def doc_topics(self):
         """n_dk (D x K int32), computed from z."""
         return doc_topic_counts(self.token_ptr, self.z, self.K)
+
+    def doc_topic_table(self):
+        return doc_topic_csr(token_ptr=self.token_ptr, z=self.z, K=self.K)  # without the dense table
