@@ -83,15 +83,19 @@ PLACEHOLDERS = {"CORPUS": "movies", "TEST": "movies", "SYNTH": "synth-out"}
 CAPS = {"-K": 12, "-n": 3}
 
 
-def _concrete(line, index):
-    """The command's arguments with the placeholders filled in and the sizes cut."""
+def _concrete(line, index, runs=None):
+    """The command's arguments with the placeholders filled in and the sizes cut. A RUN after
+    -o is a new run of this command's own; any other RUN is the page's latest (``runs``)."""
+    runs = runs if runs is not None else ["run-base"]
     args = []
     for tok in shlex.split(line, comments=True)[1:]:
         if tok == "...":
             continue  # "and other options"
         tok = tok.strip("[]")  # [--threads 2]: an optional part, run as given
         if tok in ("RUN", "RUN/"):
-            tok = f"run-{index}"  # each command that creates a RUN creates its own
+            if args and args[-1] in ("-o", "--output"):
+                runs.append(f"run-{index}")
+            tok = runs[-1]
         elif tok in ("MODEL.npz",):
             tok = f"model-{index}.npz"
         tok = PLACEHOLDERS.get(tok, tok)
@@ -115,6 +119,8 @@ def _page_dir(work, path):
         if path.name != "README.md":  # README's own lines prepare it
             r = run("prepare", d / "reviews.zip", "-o", d / "movies")
             assert r.exit_code == 0, r.stderr
+            r = run("train", d / "movies", "-m", "lda-gibbs", "-K", "4", "-n", "2", "-o", d / "run-base")
+            assert r.exit_code == 0, r.stderr
     return d
 
 
@@ -122,8 +128,9 @@ def _page_dir(work, path):
 def test_every_command_line_runs_as_written(path, work, monkeypatch):
     d = _page_dir(work, path)
     monkeypatch.chdir(d)
+    runs = ["run-base"]
     for i, line in enumerate(command_lines(path)):
-        args = _concrete(line, i)
+        args = _concrete(line, i, runs)
         r = run(*args)
         assert r.exit_code == 0, f"{path.name}: `{line}` -> {' '.join(args)}\n{r.stderr}"
 
