@@ -31,6 +31,16 @@ def options(*decorators):
     return apply
 
 
+#: --source-format of the commands that read what prepare reads (prepare, infer)
+source_format_option = click.option(
+    "--source-format",
+    type=click.Choice(["auto", "files", "lines", "ldac", "uci"]),
+    default="auto",
+    show_default=True,
+    help="How to read SOURCE: files (a directory or zip, a document each), lines (a document per line), ldac or "
+    "uci. auto: directories and zips are files, LdaC/UCI are recognised by name or content, else lines.",
+)
+
 #: --format of the commands that write a corpus directory (prepare, synth)
 export_format_option = click.option(
     "--format",

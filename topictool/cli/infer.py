@@ -2,7 +2,18 @@
 
 import click
 
-from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, force_option, json_option, print_table, vocab_option
+from .common import (
+    COUNT,
+    POSITIVE,
+    SEED,
+    THREADS,
+    emit_json,
+    force_option,
+    json_option,
+    print_table,
+    source_format_option,
+    vocab_option,
+)
 
 
 def doc_topic_options(f):
@@ -37,13 +48,7 @@ def doc_topic_options(f):
     show_default=True,
     help="Which split of a prepared corpus SOURCE to read.",
 )
-@click.option(
-    "--source-format",
-    type=click.Choice(["auto", "files", "lines", "ldac", "uci"]),
-    default="auto",
-    show_default=True,
-    help="How to read SOURCE (as prepare's option).",
-)
+@source_format_option
 @vocab_option("Vocabulary of an LdaC/UCI SOURCE (default: found beside it).")
 @click.option("--burn-in", default=10, show_default=True, type=COUNT, help="Gibbs fold-in sweeps discarded.")
 @click.option("--samples", default=40, show_default=True, type=POSITIVE, help="Gibbs fold-in sweeps averaged.")

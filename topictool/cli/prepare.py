@@ -12,6 +12,7 @@ from .common import (
     force_option,
     json_option,
     print_table,
+    source_format_option,
     text_options,
     vocab_option,
 )
@@ -49,13 +50,7 @@ from .common import (
     "The fixed vocabulary of text sources (other tokens dropped; no pruning or stop words), or the "
     "vocabulary of an LdaC/UCI source (default: found beside it)."
 )
-@click.option(
-    "--source-format",
-    type=click.Choice(["auto", "files", "lines", "ldac", "uci"]),
-    default="auto",
-    show_default=True,
-    help="How to read SOURCE: files (a directory or zip, a document each), lines (a document per line), ldac or uci.",
-)
+@source_format_option
 @text_options
 @force_option
 @json_option
