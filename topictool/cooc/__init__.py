@@ -71,6 +71,11 @@ tokens, in and out of the vocabulary), ``window`` (0-d: w, or 0 for documents)
 and ``meta``, a 0-d string holding JSON: format, sources, options, totals.
 ``pair_keys``/``pair_counts`` are stored uncompressed so ``load_reference`` can
 memory-map them.
+
+``topictool.cooc.prepared`` counts the same units among a few words (the
+topics' top words) straight from a prepared corpus, for ``topictool pmi
+--reference CORPUS_DIR``: documents from its bags of words, sliding windows
+over token sequences rebuilt from its text sources.
 """
 
 from .count import PairCounter

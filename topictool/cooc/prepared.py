@@ -241,8 +241,8 @@ def token_sequences(directory, part, corpus):
     names, seqs = [], []
     for s, k in zip(sources, kinds):
         for name, text in TextSource(s, k, enc, err, include):
-            seq = [i for i in map(index.get, tokenize(text)) if i is not None]
-            if seq:  # prepare dropped documents left empty
+            seq = np.fromiter((i for i in map(index.get, tokenize(text)) if i is not None), np.int32)
+            if len(seq):  # prepare dropped documents left empty
                 names.append(name)
                 seqs.append(seq)
     changed = f"the sources of this prepared corpus changed since prepare ({', '.join(sources)})"
@@ -256,7 +256,7 @@ def token_sequences(directory, part, corpus):
     lengths = np.array([len(seqs[i]) for i in take], np.int64)
     doc_ptr = np.zeros(len(take) + 1, np.int64)
     np.cumsum(lengths, out=doc_ptr[1:])
-    ids = np.fromiter((t for i in take for t in seqs[i]), np.int64, count=int(doc_ptr[-1]))
+    ids = np.concatenate([seqs[i] for i in take]).astype(np.int64) if len(take) else np.zeros(0, np.int64)
     for d, i in enumerate(take):
         if stored_names is not None and stored_names[d] != names[i]:
             raise InputError(f"{changed}: document {d} is {names[i]!r}, not {stored_names[d]!r}", directory)
