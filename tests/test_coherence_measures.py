@@ -275,6 +275,7 @@ def test_option_combinations_refused(work, tmp_path):
     fails(*pmi_file, "--measure", "umass", expect="needs co-occurrence counts")
     fails(*pmi_file, "--convention", "gensim", expect="needs co-occurrence counts")
     fails(*pmi_file, "--measure", "npmi", expect="--normalized")
+    fails(*pmi_file, "--window", "10", expect="not counts of units")
 
 
 def test_table_names_measure_window_top_and_reference(work):

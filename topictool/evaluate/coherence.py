@@ -625,6 +625,8 @@ def coherence(
                 "prepared corpus); a .pmi file holds PMI values only",
                 pairs.path,
             )
+        if pairs.kind == "pmi-file" and w is not None:
+            raise InputError(f"--window {window}: a .pmi file holds PMI values, not counts of units", pairs.path)
         if pairs.kind == "cooc":
             ref_w = 0 if pairs.ref.window == "doc" else int(pairs.ref.window)
             if w is not None and w != ref_w:
