@@ -69,6 +69,7 @@ def main():
     ap.add_argument("--iterations", type=int, default=200)
     ap.add_argument("--particles", type=int, default=20)
     ap.add_argument("--resample", action="store_true", help="left-to-right with resampling (O(N^2) per document)")
+    ap.add_argument("--weighted", action="store_true", help="left-to-right with particles weighted by likelihood")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args()
@@ -93,7 +94,8 @@ def main():
         l2r = []
         for seed in (1, 2):
             t0 = time.perf_counter()
-            kw = dict(particles=args.particles, resample=args.resample, seed=seed, threads=args.threads)
+            kw = dict(particles=args.particles, resample=args.resample, weighted=args.weighted, seed=seed)
+            kw["threads"] = args.threads
             r = left_to_right(snap, test, **kw)
             l2r.append((r, time.perf_counter() - t0))
         alpha = np.asarray(snap.alpha)
@@ -113,6 +115,7 @@ def main():
             "l2r_seconds": l2r[0][1],
             "particles": args.particles,
             "resample": bool(args.resample),
+            "weighted": bool(args.weighted),
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -120,7 +123,7 @@ def main():
     by_completion = ranks([r["completion_perplexity"] for r in rows], higher_is_better=False)
     by_l2r = ranks([r["l2r_per_token"] for r in rows], higher_is_better=True)
     agree = by_completion == by_l2r
-    how = "with" if args.resample else "without"
+    how = "weighted, without" if args.weighted else "with" if args.resample else "without"
     print()
     print(f"| model | K | sum alpha | completion perplexity | left-to-right per token (R={args.particles}, ", end="")
     print(f"{how} resampling) | seed 2 | left-to-right perplexity | seconds (completion / left-to-right) |")

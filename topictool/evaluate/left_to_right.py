@@ -28,6 +28,17 @@ posterior: the estimate is cheaper and its bias is small in practice, but it doe
 as R grows (tests/test_left_to_right.py measures it against the exact value on a small
 corpus).
 
+Weighting (``weighted=True``, --weighted): each particle is a sequential importance sample
+whose proposal is exactly the sampling above, so its weight is the product of the predictive
+probabilities it met, prod_n sum_k phi_{k, w_n} (n_k^(r) + alpha_k) / (n - 1 + sum(alpha)), and
+
+    p(w) ~= (1/R) sum_r prod_n [that factor of particle r]
+
+is an unbiased estimate of p(w | phi, alpha) whose log converges to the exact value as R grows
+(Buntine 2009, "Estimating likelihoods for topic models", on the bias of the position-by-
+position average). Its cost is the default's; on long documents a few particles carry the
+weight, so it needs more particles for the same noise.
+
 Token order: a prepared corpus keeps bags of words, not the original token order, so each
 document's tokens are scored in a seeded random order (the hold-out order of
 corpus/holdout.py, a function of the seed and the document index only). p(w | phi, alpha)
@@ -61,20 +72,22 @@ ORDER_SEED = 0
 
 
 @numba.njit(cache=True, nogil=True)
-def _document_loglik(phi_wk, alpha, alpha_sum, words, particles, resample, state, row):
+def _document_loglik(phi_wk, alpha, alpha_sum, words, particles, resample, weighted, state, row):
     """log p(words | phi, alpha) of one document by the left-to-right estimator (module docstring).
 
     Particles run one after another (they are independent); prob[n] accumulates the
     predictive probability of position n over particles, and the log of its average is
-    summed at the end.
+    summed at the end; ``weighted``: logw[r] sums particle r's log predictive probabilities,
+    and the result is the log of their mean probability.
     """
     K = alpha.shape[0]
     n_tokens = words.shape[0]
     prob = np.zeros(n_tokens, dtype=np.float64)
+    logw = np.zeros(particles, dtype=np.float64)
     z = np.empty(n_tokens, dtype=np.int64)
     ndk = np.zeros(K, dtype=np.int64)
     cum = np.empty(K, dtype=np.float64)
-    for _ in range(particles):
+    for r in range(particles):
         for k in range(K):
             ndk[k] = 0
         for n in range(n_tokens):
@@ -89,18 +102,27 @@ def _document_loglik(phi_wk, alpha, alpha_sum, words, particles, resample, state
             for k in range(K):
                 total += (ndk[k] + alpha[k]) * phi_wk[w, k]
                 cum[k] = total
-            prob[n] += total / (n + alpha_sum)
+            if weighted:
+                logw[r] += np.log(total / (n + alpha_sum))
+            else:
+                prob[n] += total / (n + alpha_sum)
             k = _draw(cum, total, state, row)
             z[n] = k
             ndk[k] += 1
     ll = 0.0
+    if weighted:  # log of the mean of exp(logw), shifted by the largest for range
+        top = logw.max()
+        mean = 0.0
+        for r in range(particles):
+            mean += np.exp(logw[r] - top)
+        return top + np.log(mean / particles)
     for n in range(n_tokens):
         ll += np.log(prob[n] / particles)
     return ll
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _left_to_right(phi_wk, alpha, ptr, words, particles, resample, seed, state, loglik):
+def _left_to_right(phi_wk, alpha, ptr, words, particles, resample, weighted, seed, state, loglik):
     """loglik[d] = the left-to-right estimate of log p(document d), documents in parallel.
 
     state is (D, 4): document d uses row d, seeded from (seed, d), so results do not depend
@@ -113,7 +135,7 @@ def _left_to_right(phi_wk, alpha, ptr, words, particles, resample, seed, state, 
     for d in prange(D):
         seed_row(state, d, seed, d)
         loglik[d] = _document_loglik(
-            phi_wk, alpha, alpha_sum, words[ptr[d] : ptr[d + 1]], particles, resample, state, d
+            phi_wk, alpha, alpha_sum, words[ptr[d] : ptr[d + 1]], particles, resample, weighted, state, d
         )
 
 
@@ -167,6 +189,7 @@ def left_to_right(
     test_corpus,
     particles=10,
     resample=False,
+    weighted=False,
     seed=1,
     threads=1,
     alpha=None,
@@ -178,7 +201,9 @@ def left_to_right(
     model: a Snapshot, or phi (K x W) with ``alpha=`` (K, or a scalar for a symmetric prior),
     or a (phi, alpha) pair, as for ``document_completion``. ``resample`` resamples the topics of
     the earlier tokens before each position (Wallach et al.'s Algorithm 3 as published); the
-    default does not (Mallet's default).
+    default does not (Mallet's default). ``weighted`` weights each particle by its own
+    likelihood instead of averaging position by position: the consistent estimator (module
+    docstring); it excludes ``resample``.
 
     Returns a dict: log_likelihood (the total), log_likelihood_per_token, perplexity
     (exp(-per token)), documents (with at least one token), documents_total, tokens, oov_tokens
@@ -195,6 +220,8 @@ def left_to_right(
     phi, alpha, model_vocab = _model_arrays(model, alpha)
     _check_model(phi, alpha)
     particles = check_particles(particles)
+    if resample and weighted:
+        raise InputError("--resample and --weighted are two different estimators: give one")
     threads = int(threads)
     if threads < 1:
         raise InputError(f"--threads {threads}: must be >= 1")
@@ -211,6 +238,7 @@ def left_to_right(
             split.heldout_words,
             np.int64(particles),
             bool(resample),
+            bool(weighted),
             np.int64(int(seed) & 0x7FFFFFFFFFFFFFFF),
             state,
             loglik,
@@ -224,6 +252,7 @@ def left_to_right(
         method=METHOD,
         particles=particles,
         resample=bool(resample),
+        weighted=bool(weighted),
         holdout=None,
         seed=int(seed),
         threads=threads,
