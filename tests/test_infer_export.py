@@ -84,6 +84,13 @@ def test_text_is_tokenised_as_the_training_corpus_was(tmp_path):
     assert result["oov_tokens"] == 0
     prepared = load_corpus(tmp_path / "p")
     assert result["tokens"] == prepared.N
+    # word for word: the documents infer reads are the ones prepare wrote
+    from topictool.infer import read_documents
+
+    corpus, names, _ = read_documents(tmp_path / "docs.zip", Snapshot.load(tmp_path / "run" / "model.npz"))
+    assert corpus.vocab == prepared.vocab
+    for a in ("doc_ptr", "word_ids", "counts"):
+        assert np.array_equal(getattr(corpus, a), getattr(prepared, a)), a
     lines = (tmp_path / "t.tsv").read_text().splitlines()
     assert [line.split("\t")[1] for line in lines] == (tmp_path / "p" / "train.names.txt").read_text().split()
     assert all(abs(sum(map(float, line.split("\t")[2:])) - 1) < 1e-4 for line in lines)
