@@ -98,49 +98,55 @@ def command(
     al. 2009, Algorithm 3 with --resample; Mallet's evaluate-topics). Words of TEST the model
     lacks are an error unless --allow-oov (then they are dropped and counted)."""
     _check_options(ctx, method)
-    if method == "left-to-right":
-        return _left_to_right(model, test, particles, resample, weighted, seed, threads, vocab, allow_oov, as_json)
     from ..corpus import load_corpus
-    from ..evaluate.completion import document_completion
     from ..snapshot import load_model
 
     snapshot = load_model(model)
-    if method is None:
-        method = snapshot.meta.get("eval_method") if snapshot.meta.get("eval_method") in ("gibbs", "vb") else "gibbs"
     corpus = load_corpus(test, part="test", vocab=vocab)
-    result = document_completion(
-        snapshot,
-        corpus,
-        holdout=holdout,
-        burn_in=burn_in,
-        samples=samples,
-        method=method,
-        seed=seed,
-        threads=threads,
-        allow_oov=allow_oov,
-    )
+    common = dict(seed=seed, threads=threads, allow_oov=allow_oov)
+    if method == "left-to-right":
+        from ..evaluate.left_to_right import left_to_right
+
+        result = left_to_right(snapshot, corpus, particles=particles, resample=resample, weighted=weighted, **common)
+        how = (
+            "weighted by their likelihood (importance sampling)"
+            if weighted
+            else "with resampling (Wallach et al.)"
+            if resample
+            else "without resampling (Mallet's default)"
+        )
+        title = "left-to-right"
+        rows = [("log-likelihood", result["log_likelihood"]), ("perplexity", result["perplexity"])]
+        rows.append(("tokens", result["tokens"]))
+        scored = result["tokens"]
+        details = [("particles", f"{particles:,}, {how}"), ("seed", result["seed"])]
+    else:
+        from ..evaluate.completion import document_completion
+
+        if method is None:
+            recorded = snapshot.meta.get("eval_method")
+            method = recorded if recorded in ("gibbs", "vb") else "gibbs"
+        result = document_completion(
+            snapshot, corpus, holdout=holdout, burn_in=burn_in, samples=samples, method=method, **common
+        )
+        title = "document completion"
+        rows = [("perplexity", result["perplexity"])]
+        rows += [("held-out tokens", result["heldout_tokens"]), ("observed tokens", result["observed_tokens"])]
+        scored = result["observed_tokens"] + result["heldout_tokens"]
+        fold = f"gibbs, {burn_in} burn-in + {samples} samples" if method == "gibbs" else "vb"
+        details = [("hold-out", result["holdout"]), ("fold-in", fold)]
     result["model"] = str(model)
     result["test"] = str(test)
     if as_json:
         emit_json(result)
         return
-    rows = [
-        ("perplexity", result["perplexity"]),
-        ("log-likelihood per token", result["log_likelihood_per_token"]),
-        ("held-out tokens", result["heldout_tokens"]),
-        ("observed tokens", result["observed_tokens"]),
-        ("documents", f"{result['documents']:,} of {result['documents_total']:,}"),
-    ]
+    rows.insert(1, ("log-likelihood per token", result["log_likelihood_per_token"]))
+    rows.append(("documents", f"{result['documents']:,} of {result['documents_total']:,}"))
     if result["oov_tokens"]:
-        share = (
-            100.0
-            * result["oov_tokens"]
-            / max(result["oov_tokens"] + result["observed_tokens"] + result["heldout_tokens"], 1)
-        )
+        share = 100.0 * result["oov_tokens"] / max(result["oov_tokens"] + scored, 1)
         rows.append(("tokens outside the model's vocabulary (dropped)", f"{result['oov_tokens']:,} ({share:.1f}%)"))
-    fold = f"gibbs, {burn_in} burn-in + {samples} samples" if method == "gibbs" else "vb"
-    rows += [("hold-out", result["holdout"]), ("fold-in", fold), ("seconds", round(result["seconds"], 3))]
-    print_table(f"document completion: {model} on {test}", ["", ("", "right")], rows, show_header=False)
+    rows += [*details, ("seconds", round(result["seconds"], 3))]
+    print_table(f"{title}: {model} on {test}", ["", ("", "right")], rows, show_header=False)
 
 
 def _check_options(ctx, method):
@@ -156,50 +162,3 @@ def _check_options(ctx, method):
         which = "--method left-to-right" if method == "left-to-right" else "document completion"
         hint = "" if method == "left-to-right" else " (add --method left-to-right)"
         raise InputError(f"{', '.join(bad)} does not apply to {which}{hint}")
-
-
-def _left_to_right(model, test, particles, resample, weighted, seed, threads, vocab, allow_oov, as_json):
-    from ..corpus import load_corpus
-    from ..evaluate.left_to_right import left_to_right
-    from ..snapshot import load_model
-
-    snapshot = load_model(model)
-    corpus = load_corpus(test, part="test", vocab=vocab)
-    result = left_to_right(
-        snapshot,
-        corpus,
-        particles=particles,
-        resample=resample,
-        weighted=weighted,
-        seed=seed,
-        threads=threads,
-        allow_oov=allow_oov,
-    )
-    result["model"] = str(model)
-    result["test"] = str(test)
-    if as_json:
-        emit_json(result)
-        return
-    rows = [
-        ("log-likelihood", result["log_likelihood"]),
-        ("log-likelihood per token", result["log_likelihood_per_token"]),
-        ("perplexity", result["perplexity"]),
-        ("tokens", result["tokens"]),
-        ("documents", f"{result['documents']:,} of {result['documents_total']:,}"),
-    ]
-    if result["oov_tokens"]:
-        share = 100.0 * result["oov_tokens"] / max(result["oov_tokens"] + result["tokens"], 1)
-        rows.append(("tokens outside the model's vocabulary (dropped)", f"{result['oov_tokens']:,} ({share:.1f}%)"))
-    how = (
-        "weighted by their likelihood (importance sampling)"
-        if weighted
-        else "with resampling (Wallach et al.)"
-        if resample
-        else "without resampling (Mallet's default)"
-    )
-    rows += [
-        ("particles", f"{particles:,}, {how}"),
-        ("seed", result["seed"]),
-        ("seconds", round(result["seconds"], 3)),
-    ]
-    print_table(f"left-to-right: {model} on {test}", ["", ("", "right")], rows, show_header=False)

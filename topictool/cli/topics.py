@@ -12,6 +12,7 @@ from .common import force_option, json_option, rank_option, top_option
 @click.argument("model")
 @top_option(help="Words per topic.")
 @rank_option("term-score")
+# (declared as pmi's --convention is: a choice whose default depends on the other options)
 @click.option(
     "--format",
     "fmt",

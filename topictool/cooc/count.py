@@ -34,6 +34,55 @@ def _insert(tkeys, tvals, mask, shift, key, c):
         i = (i + 1) & mask
 
 
+# The present-word set of a document or window, shared by count_units and cooc/prepared.py:
+# present[:npres] lists the words in it, slot[v] is v's place there, cnt[v] its tokens inside,
+# enter[v] the window at which it came in.
+@njit(cache=True, nogil=True, inline="always")
+def distinct_words(ids, a, b, cnt, present):
+    """present[:npres] = the distinct counted words of ids[a:b] (cnt[v] set to 1); returns npres."""
+    npres = 0
+    for p in range(a, b):
+        v = ids[p]
+        if v >= 0 and cnt[v] == 0:
+            cnt[v] = 1
+            present[npres] = v
+            npres += 1
+    return npres
+
+
+@njit(cache=True, nogil=True, inline="always")
+def word_enters(v, s, cnt, enter, slot, present, npres):
+    """Word v gets a token into window s (v absent before: it joins the set); returns npres."""
+    if cnt[v] == 0:
+        enter[v] = s
+        slot[v] = npres
+        present[npres] = v
+        npres += 1
+    return npres
+
+
+@njit(cache=True, nogil=True, inline="always")
+def first_window(ids, a, n, w, cnt, enter, slot, present):
+    """The set of window 0 (tokens a .. a + min(n, w) - 1); returns npres."""
+    npres = 0
+    for p in range(a, a + min(n, w)):
+        v = ids[p]
+        if v >= 0:
+            npres = word_enters(v, 0, cnt, enter, slot, present, npres)
+            cnt[v] += 1
+    return npres
+
+
+@njit(cache=True, nogil=True, inline="always")
+def word_leaves(v, slot, present, npres):
+    """Word v leaves the set (its last position taken by the set's last word); returns npres."""
+    k = slot[v]
+    last = present[npres - 1]
+    present[k] = last
+    slot[last] = k
+    return npres - 1
+
+
 @njit(cache=True, nogil=True)
 def count_units(
     ids,
@@ -72,12 +121,7 @@ def count_units(
         npres = 0
         if window <= 0:
             # document mode: one unit per document, each pair of distinct words once
-            for p in range(a, b):
-                v = ids[p]
-                if v >= 0 and cnt[v] == 0:
-                    cnt[v] = 1
-                    present[npres] = v
-                    npres += 1
+            npres = distinct_words(ids, a, b, cnt, present)
             resume = d == start_doc and start_row > 0
             row0 = start_row - 1 if resume else 0
             if not resume:
@@ -108,16 +152,7 @@ def count_units(
         m = min(w, nv)
         if m > 0 and acc[0] + nv * (m - 1) + m * (m - 1) // 2 > max_used:
             return d, 0
-        # window 0
-        for p in range(a, a + min(n, w)):
-            v = ids[p]
-            if v >= 0:
-                if cnt[v] == 0:
-                    enter[v] = 0
-                    slot[v] = npres
-                    present[npres] = v
-                    npres += 1
-                cnt[v] += 1
+        npres = first_window(ids, a, n, w, cnt, enter, slot, present)
         # slide: window s drops t_{s-1} and takes t_{s+w-1}
         for s in range(1, nwin):
             vo = ids[a + s - 1]
@@ -129,22 +164,14 @@ def count_units(
                 if cnt[vo] == 0:
                     eo = enter[vo]
                     word_units[vo] += s - eo
-                    k = slot[vo]
-                    last = present[npres - 1]
-                    present[k] = last
-                    slot[last] = k
-                    npres -= 1
+                    npres = word_leaves(vo, slot, present, npres)
                     for i in range(npres):
                         u = present[i]
                         e = enter[u] if enter[u] > eo else eo
                         key = u * W + vo if u < vo else vo * W + u
                         acc[0] += _insert(tkeys, tvals, mask, shift, key, s - e)
             if vi >= 0:
-                if cnt[vi] == 0:
-                    enter[vi] = s
-                    slot[vi] = npres
-                    present[npres] = vi
-                    npres += 1
+                npres = word_enters(vi, s, cnt, enter, slot, present, npres)
                 cnt[vi] += 1
         # close the words still present after the last window
         for i in range(npres):

@@ -46,6 +46,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import InputError
+from .count import distinct_words, first_window, word_enters, word_leaves
 
 WINDOW_COUNTING = ("boolean", "gensim")
 
@@ -56,6 +57,11 @@ def count_small(ids, doc_ptr, window, gensim, T):
 
     window <= 0: documents are the units. Pair counts grow by the number of
     windows two words share, added when one of them leaves (as in count.py).
+
+    The walk over documents and windows is count.count_units's on purpose (its loop head
+    repeats here): that one fills a resumable hash table for whole vocabularies, this one a
+    dense matrix for the few words of some topics; the window set itself is shared
+    (distinct_words, first_window, word_enters, word_leaves).
     """
     word_units = np.zeros(T, np.int64)
     pairs = np.zeros((T, T), np.int64)
@@ -71,12 +77,7 @@ def count_small(ids, doc_ptr, window, gensim, T):
         n = b - a
         npres = 0
         if window <= 0:
-            for p in range(a, b):
-                v = ids[p]
-                if v >= 0 and cnt[v] == 0:
-                    cnt[v] = 1
-                    present[npres] = v
-                    npres += 1
+            npres = distinct_words(ids, a, b, cnt, present)
             units += 1
             for i in range(npres):
                 u = present[i]
@@ -89,15 +90,7 @@ def count_small(ids, doc_ptr, window, gensim, T):
             continue
         w = window
         nwin = 1 if n <= w else n - w + 1
-        for p in range(a, a + min(n, w)):
-            v = ids[p]
-            if v >= 0:
-                if cnt[v] == 0:
-                    enter[v] = 0
-                    slot[v] = npres
-                    present[npres] = v
-                    npres += 1
-                cnt[v] += 1
+        npres = first_window(ids, a, n, w, cnt, enter, slot, present)
         for s in range(1, nwin):
             vo = ids[a + s - 1]
             vi = ids[a + s + w - 1]
@@ -115,21 +108,13 @@ def count_small(ids, doc_ptr, window, gensim, T):
             if leaving:
                 eo = enter[vo]
                 word_units[vo] += s - eo
-                k = slot[vo]
-                last = present[npres - 1]
-                present[k] = last
-                slot[last] = k
-                npres -= 1
+                npres = word_leaves(vo, slot, present, npres)
                 for i in range(npres):
                     u = present[i]
                     e = enter[u] if enter[u] > eo else eo
                     pairs[u, vo] += s - e
             if vi >= 0:
-                if cnt[vi] == 0:
-                    enter[vi] = s
-                    slot[vi] = npres
-                    present[npres] = vi
-                    npres += 1
+                npres = word_enters(vi, s, cnt, enter, slot, present, npres)
                 cnt[vi] = 1 if gensim else cnt[vi] + 1
         for i in range(npres):
             u = present[i]

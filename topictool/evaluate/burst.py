@@ -37,6 +37,7 @@ from ..errors import InputError
 from ..kernels.rng import seed_row, uniform
 from ..kernels.stirling import StirlingTable
 from ..models.hca.burst import burst_weights
+from .plain import split_arrays
 
 
 # Fold in one document (Gibbs over (z, r) of its observed tokens, eq. 6/7 with phi fixed) and
@@ -130,24 +131,9 @@ def _burst_document(phi_wk, alpha, b_psi, a_psi, R, obs, held, burn_in, samples,
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _all_documents(
-    phi_wk,
-    alpha,
-    b_psi,
-    a_psi,
-    R,
-    obs_ptr,
-    obs_words,
-    held_ptr,
-    held_words,
-    burn_in,
-    samples,
-    seed,
-    state,
-    loglik,
-    theta_out,
-    counts_out,
-):
+def _all_documents(phi_wk, alpha, b_psi, a_psi, R, docs, burn_in, samples, seed, state, loglik, theta_out, counts_out):
+    """Every document of docs (the split's arrays, see plain.split_arrays) in parallel."""
+    obs_ptr, obs_words, held_ptr, held_words = docs
     D = obs_ptr.shape[0] - 1
     none = np.zeros(0, dtype=np.float64)
     no_counts = np.zeros(0, dtype=np.int64)
@@ -203,10 +189,7 @@ def burst_scores(snapshot, split, burn_in, samples, seed, keep=False):
         b_psi,
         a_psi,
         table.R,
-        split.observed_ptr,
-        split.observed_words,
-        split.heldout_ptr,
-        split.heldout_words,
+        split_arrays(split),
         np.int64(burn_in),
         np.int64(samples),
         np.int64(seed & 0x7FFFFFFFFFFFFFFF),

@@ -114,24 +114,7 @@ class CoocPairs:
 
     def matrix(self, ids, normalized=False):
         """N x N matrix of pair scores (upper triangle used) for reference ids (-1: missing)."""
-        ids = np.asarray(ids, np.int64)
-        N = len(ids)
-        out = np.zeros((N, N))
-        if N < 2:
-            return out
-        a, b = np.triu_indices(N, 1)
-        ia, ib = ids[a], ids[b]
-        ok = (ia >= 0) & (ib >= 0) & (ia != ib)
-        joint = np.zeros(len(a), np.int64)
-        joint[ok] = self.ref.pair_counts_of(ia[ok], ib[ok])
-        seen = joint > 0
-        U = float(self.ref.units)
-        wc = self.ref.word_counts
-        vals = np.zeros(len(a))
-        if seen.any():
-            vals[seen] = _pmi_values(joint[seen], wc[ia[seen]], wc[ib[seen]], U, normalized)
-        out[a, b] = vals
-        return out
+        return _pmi_matrix(ids, *self.counts(ids), float(self.ref.units), normalized)
 
     def counts(self, ids):
         """(c, C): units of each word and of each pair (C[i, i] = c[i]); 0 for ids -1."""
@@ -150,6 +133,25 @@ class CoocPairs:
             C[a, b] = joint
             C[b, a] = joint
         return c, C
+
+
+def _pmi_matrix(ids, c, C, U, normalized):
+    """N x N matrix of (N)PMI (upper triangle) from the unit counts c of the N words and C of
+    their pairs; a pair never seen together, one with a missing word (id -1) and a word with
+    itself score 0."""
+    ids = np.asarray(ids, np.int64)
+    N = len(ids)
+    out = np.zeros((N, N))
+    if N < 2:
+        return out
+    a, b = np.triu_indices(N, 1)
+    joint = np.where((ids[a] >= 0) & (ids[b] >= 0) & (ids[a] != ids[b]), C[a, b], 0)
+    seen = joint > 0
+    vals = np.zeros(len(a))
+    if seen.any():
+        vals[seen] = _pmi_values(joint[seen], c[a][seen], c[b][seen], U, normalized)
+    out[a, b] = vals
+    return out
 
 
 def _pmi_values(cj, ca, cb, U, normalized):
@@ -177,21 +179,8 @@ class CorpusPairs:
         self.counts = counts.counts
 
     def matrix(self, ids, normalized=False):
-        """As CoocPairs.matrix (a pair never seen together, or a word with itself, scores 0)."""
-        ids = np.asarray(ids, np.int64)
-        N = len(ids)
-        out = np.zeros((N, N))
-        if N < 2:
-            return out
-        c, C = self.counts(ids)
-        a, b = np.triu_indices(N, 1)
-        joint = np.where((ids[a] >= 0) & (ids[b] >= 0) & (ids[a] != ids[b]), C[a, b], 0)
-        seen = joint > 0
-        vals = np.zeros(len(a))
-        if seen.any():
-            vals[seen] = _pmi_values(joint[seen], c[a][seen], c[b][seen], float(self.ref.units), normalized)
-        out[a, b] = vals
-        return out
+        """As CoocPairs.matrix."""
+        return _pmi_matrix(ids, *self.counts(ids), float(self.ref.units), normalized)
 
 
 class PmiFilePairs:

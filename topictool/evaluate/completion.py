@@ -85,6 +85,27 @@ def vocabulary_map(test_vocab, model_vocab):
     return np.fromiter((index.get(w, -1) for w in test_vocab), dtype=np.int64, count=len(test_vocab))
 
 
+def over_model_vocabulary(split, test_corpus, model_vocab, allow_oov=False, W=None):
+    """A split of ``test_corpus`` re-expressed over the model's vocabulary: (split, observed and
+    held-out tokens dropped). Test tokens whose word the model lacks are an InputError unless
+    ``allow_oov`` (then they are dropped and counted)."""
+    if model_vocab is None or tuple(test_corpus.vocab) == tuple(model_vocab):
+        if W is not None and test_corpus.W > W:
+            raise InputError(f"the test corpus has {test_corpus.W} words but the model only {W}")
+        return split, 0, 0
+    mapping = vocabulary_map(test_corpus.vocab, model_vocab)
+    split, oov_obs, oov_held = split.drop_words(mapping >= 0)
+    oov = oov_obs + oov_held
+    if oov and not allow_oov:
+        total = max(int(test_corpus.N), 1)
+        raise InputError(
+            f"{oov:,} of {total:,} test tokens ({100.0 * oov / total:.1f}%) are words the model's "
+            f"vocabulary lacks; prepare the test corpus with the model's vocabulary (prepare "
+            f"--vocab) or pass --allow-oov to drop them"
+        )
+    return split.map_words(mapping), oov_obs, oov_held
+
+
 def heldout_split(test_corpus, model_vocab, holdout, seed, allow_oov=False, W=None, require_heldout=True):
     """The observed / held-out split of a test corpus over a model's vocabulary.
 
@@ -98,21 +119,8 @@ def heldout_split(test_corpus, model_vocab, holdout, seed, allow_oov=False, W=No
     spec = parse_holdout(holdout)
     check_memory(24 * int(test_corpus.N), f"splitting {int(test_corpus.N):,} test tokens")
     split = split_corpus(test_corpus, spec, seed)
-    oov = oov_held = 0
-    if model_vocab is not None and tuple(test_corpus.vocab) != tuple(model_vocab):
-        mapping = vocabulary_map(test_corpus.vocab, model_vocab)
-        split, oov_obs, oov_held = split.drop_words(mapping >= 0)
-        oov = oov_obs + oov_held
-        if oov and not allow_oov:
-            total = max(int(test_corpus.N), 1)
-            raise InputError(
-                f"{oov:,} of {total:,} test tokens ({100.0 * oov / total:.1f}%) are words the model's "
-                f"vocabulary lacks; prepare the test corpus with the model's vocabulary (prepare "
-                f"--vocab) or pass --allow-oov to drop them"
-            )
-        split = split.map_words(mapping)
-    elif W is not None and test_corpus.W > W:
-        raise InputError(f"the test corpus has {test_corpus.W} words but the model only {W}")
+    split, oov_obs, oov_held = over_model_vocabulary(split, test_corpus, model_vocab, allow_oov, W)
+    oov = oov_obs + oov_held
     if require_heldout and int(split.heldout_ptr[-1]) == 0:
         raise InputError(
             f"--holdout {spec} holds out no token of the test corpus ({test_corpus.D:,} documents, "

@@ -59,7 +59,7 @@ from ..corpus.holdout import HoldoutSplit, random_order
 from ..errors import InputError
 from ..kernels.rng import seed_row
 from ..snapshot import Snapshot
-from .completion import _check_model, _model_arrays, numba_threads, summarise, vocabulary_map
+from .completion import _check_model, _model_arrays, numba_threads, over_model_vocabulary, summarise
 from .plain import _draw, _draw_topic
 
 METHOD = "left-to-right"
@@ -158,20 +158,7 @@ def whole_documents(test_corpus, model_vocab, allow_oov=False, W=None):
     words = words[random_order(token_ptr, ORDER_SEED)].astype(np.int32, copy=False)
     D = len(token_ptr) - 1
     split = HoldoutSplit(np.zeros(D + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), token_ptr, words)
-    oov = 0
-    if model_vocab is not None and tuple(test_corpus.vocab) != tuple(model_vocab):
-        mapping = vocabulary_map(test_corpus.vocab, model_vocab)
-        split, _, oov = split.drop_words(mapping >= 0)
-        if oov and not allow_oov:
-            total = max(int(test_corpus.N), 1)
-            raise InputError(
-                f"{oov:,} of {total:,} test tokens ({100.0 * oov / total:.1f}%) are words the model's "
-                f"vocabulary lacks; prepare the test corpus with the model's vocabulary (prepare "
-                f"--vocab) or pass --allow-oov to drop them"
-            )
-        split = split.map_words(mapping)
-    elif W is not None and test_corpus.W > W:
-        raise InputError(f"the test corpus has {test_corpus.W} words but the model only {W}")
+    split, _, oov = over_model_vocabulary(split, test_corpus, model_vocab, allow_oov, W)
     if int(split.heldout_ptr[-1]) == 0:
         raise InputError(f"the test corpus ({test_corpus.D:,} documents) has no token to score")
     return split, oov

@@ -140,10 +140,7 @@ def _vb_theta(phi_wk, alpha, words, tol, max_iter, theta):
 def _fold_in_and_score(
     phi_wk,
     alpha,
-    obs_ptr,
-    obs_words,
-    held_ptr,
-    held_words,
+    docs,
     method,
     burn_in,
     samples,
@@ -162,8 +159,10 @@ def _fold_in_and_score(
     method 0 = Gibbs, 1 = VB. state is (D, 4): document d uses row d, seeded
     from (seed, d), so results do not depend on the thread count. theta_out is
     (D, K) to keep every document's theta, or (0, K) to keep none; counts_out likewise
-    for the Gibbs fold-in's topic counts of its last sweep.
+    for the Gibbs fold-in's topic counts of its last sweep. docs: the split's arrays
+    (observed_ptr, observed_words, heldout_ptr, heldout_words).
     """
+    obs_ptr, obs_words, held_ptr, held_words = docs
     D = obs_ptr.shape[0] - 1
     K = alpha.shape[0]
     keep = theta_out.shape[0] == D
@@ -191,6 +190,11 @@ def _fold_in_and_score(
                 theta_out[d, k] = theta[k]
 
 
+def split_arrays(split):
+    """A HoldoutSplit as the tuple the kernels take."""
+    return (split.observed_ptr, split.observed_words, split.heldout_ptr, split.heldout_words)
+
+
 def plain_scores(phi, alpha, split, method, burn_in, samples, tol, max_iter, seed, keep_theta, keep_counts=False):
     """(loglik per document, fold-in iterations per document, theta or an empty (0, K) array,
     and with ``keep_counts`` the Gibbs fold-in's last topic counts (D, K), else None)."""
@@ -204,10 +208,7 @@ def plain_scores(phi, alpha, split, method, burn_in, samples, tol, max_iter, see
     _fold_in_and_score(
         phi_wk,
         alpha,
-        split.observed_ptr,
-        split.observed_words,
-        split.heldout_ptr,
-        split.heldout_words,
+        split_arrays(split),
         np.int64(METHODS.index(method)),
         np.int64(burn_in),
         np.int64(samples),
