@@ -51,7 +51,7 @@ def write(path, theta, names, fmt=None, threshold=0.0, max_topics=None, csr=None
     """Write the (D, K) proportions ``theta`` of documents ``names`` to ``path``, atomically (the
     caller has checked the output with store.check_output_file)."""
     fmt = check_options(path, fmt, threshold, max_topics)
-    names = [str(n) for n in names]
+    names = [" ".join(str(n).splitlines()) for n in names]  # one line each, whatever a file was called
     if fmt == "npz":
         arrays = dict(theta=np.asarray(theta, dtype=np.float64), names_utf8=store.encode_words(names))
         if csr is not None:
