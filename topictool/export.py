@@ -1,5 +1,6 @@
-"""What `topictool export` writes for other tools: the training documents' topic mixtures and
-an lda-gibbs run's topic assignments in Mallet's state format."""
+"""What `topictool export` writes for other tools: the training documents' topic mixtures, an
+lda-gibbs run's topic assignments in Mallet's state format, pyLDAvis's prepared data and
+dfr-browser's data files."""
 
 import gzip
 import io
@@ -103,3 +104,62 @@ def read_mallet_state(path):
                 rows.append((int(doc), int(typeindex), int(topic)))
     a = np.array(rows, dtype=np.int64).reshape(-1, 3)
     return a[:, 0], a[:, 1], a[:, 2], alpha, beta
+
+
+# ----------------------------------------------------------------------------
+# LDAvis and dfr-browser (topictool.report holds the figures and the formats)
+
+DFR_BROWSER_KIND = "dfr-browser"
+
+
+def _register_dfr_browser_kind():
+    from .report.dfr import FILES
+
+    store.register_kind(DFR_BROWSER_KIND, FILES, "dfr-browser data directory")  # idempotent
+
+
+def write_ldavis(model, out, corpus=None, R=30, lambda_step=0.01):
+    """pyLDAvis's prepared-data JSON of MODEL (a run or a snapshot) at ``out``
+    (topictool.report.ldavis has the format)."""
+    from .report.compute import training_tokens
+    from .report.ldavis import prepared_data
+    from .snapshot import load_model
+
+    snap = load_model(model)
+    tokens, _ = training_tokens(snap, corpus)
+    data = prepared_data(snap, tokens, R, lambda_step)
+    store.write_text(out, store.dumps(data) + "\n")
+    return {"output": str(out), "K": snap.K, "R": data["R"], "tokens": tokens, "rows": len(data["tinfo"]["Term"])}
+
+
+def check_dfr_browser_output(out, force, inputs):
+    _register_dfr_browser_kind()
+    return store.check_output_dir(out, force, kind=DFR_BROWSER_KIND, inputs=inputs)
+
+
+def write_dfr_browser(model, out, force=False, corpus=None, top=50):
+    """dfr-browser's data files (info.json, tw.json, dt.json.zip, meta.csv.zip) of MODEL in the
+    directory ``out``, built beside it and put in place whole (topictool.report.dfr has the
+    formats)."""
+    from .corpus.prepared import read_names
+    from .report.compute import training_tokens
+    from .report.dfr import browser_files
+    from .snapshot import load_model
+
+    check_dfr_browser_output(out, force, [model, corpus])
+    snap = load_model(model)
+    tokens, _ = training_tokens(snap, corpus)
+    theta, csr, names = training_doc_topics(model)
+    if corpus is not None:
+        names = read_names(corpus, "train", len(theta)) or names
+    files = browser_files(str(model), snap, theta, csr, names, tokens, top)
+    with store.staged_directory(out, force, kind=DFR_BROWSER_KIND, inputs=[model, corpus]) as d:
+        for name, data in files.items():
+            with store.atomic_open(Path(d) / name, "wb") as f:
+                f.write(data)
+    return {
+        "output": str(out),
+        "K": snap.K,
+        "documents": len(names),
+        "weights": "counts" if csr is not None else "proportions",
+    }

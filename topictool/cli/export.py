@@ -6,10 +6,11 @@ from .common import emit_json, force_option, json_option, print_table
 from .infer import doc_topic_options
 
 
-@click.group("export", short_help="Write doc-topic tables or a Mallet state file for other tools.")
+@click.group("export", short_help="Write doc-topic tables, Mallet state, LDAvis or dfr-browser files for other tools.")
 def command():
-    """Export a model's training documents' topic mixtures (`export doc-topics`) or an lda-gibbs
-    run's topic assignments in Mallet's state format (`export state`)."""
+    """Export a model's training documents' topic mixtures (`export doc-topics`), an lda-gibbs
+    run's topic assignments in Mallet's state format (`export state`), pyLDAvis's prepared data
+    (`export ldavis`) or dfr-browser's data files (`export dfr-browser`)."""
 
 
 def _report(result, title, as_json):
@@ -55,3 +56,50 @@ def state_cmd(run, out, force, as_json):
 
     store.check_output_file(out, force, inputs=[run])
     _report(write_mallet_state(run, out), f"state -> {out}", as_json)
+
+
+corpus_option = click.option(
+    "--corpus",
+    default=None,
+    help="The training corpus (default: the one the model recorded), for the token count and document names.",
+)
+
+
+@command.command("ldavis")
+@click.argument("model")
+@click.option("-o", "--output", "out", required=True, help="JSON file to write (e.g. lda.json).")
+@corpus_option
+@click.option(
+    "--top-terms", "R", default=30, show_default=True, type=click.IntRange(1, 200), help="Terms per topic (R)."
+)
+@force_option
+@json_option
+def ldavis_cmd(model, out, corpus, R, force, as_json):
+    """pyLDAvis's prepared data of MODEL (a run or a snapshot) as JSON: mdsDat, tinfo,
+    token.table, R, lambda.step, plot.opts and topic.order, which LDAvis (the R package's or
+    pyLDAvis's page) loads as it is. Topics are numbered 1..K by decreasing prevalence, as
+    pyLDAvis does; topic.order gives each one's topictool index + 1."""
+    from .. import store
+    from ..export import write_ldavis
+
+    store.check_output_file(out, force, inputs=[model, corpus])
+    _report(write_ldavis(model, out, corpus, R), f"ldavis -> {out}", as_json)
+
+
+@command.command("dfr-browser")
+@click.argument("model")
+@click.option("-o", "--output", "out", required=True, help="Directory to write (dfr-browser's data/ folder).")
+@corpus_option
+@click.option(
+    "--top", default=50, show_default=True, type=click.IntRange(1, 2**31 - 1), help="Words per topic in tw.json."
+)
+@force_option
+@json_option
+def dfr_browser_cmd(model, out, corpus, top, force, as_json):
+    """dfr-browser's data files for MODEL (a run, or a Gibbs model's snapshot): info.json (a stub
+    to edit), tw.json (top words and weights), dt.json.zip (the documents' topic counts,
+    compressed sparse columns) and meta.csv.zip (the documents as prepare named them). Copy
+    them into dfr-browser's data/ folder."""
+    from ..export import write_dfr_browser
+
+    _report(write_dfr_browser(model, out, force, corpus, top), f"dfr-browser -> {out}", as_json)

@@ -28,6 +28,7 @@ COMMANDS = {
     "pmi": "pmi",
     "topics": "topics",
     "info": "info",
+    "report": "report",
     "synth": "synth",
 }
 
