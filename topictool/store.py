@@ -58,6 +58,7 @@ _OWN_FILES = {
         "corpus.json",
         "vocab.txt",
         "train.npz",
+        "train.shard-*.npz",
         "test.npz",
         "train.names.txt",
         "test.names.txt",
@@ -741,19 +742,74 @@ def checkpoint_iteration(path):
     return int(m.group(1)) if m else None
 
 
-def save_checkpoint(run, iteration, arrays, meta, keep=3):
-    """Write checkpoints/iter-NNNNNN.npz (versioned, checksummed); keep the last ``keep``."""
+def save_checkpoint(run, iteration, arrays, meta, keep=3, parts=None):
+    """Write checkpoints/iter-NNNNNN.npz (versioned, checksummed); keep the last ``keep``.
+
+    An MPI run's checkpoint has a part per rank besides (``rank_part_path``, written by each rank
+    with ``save_rank_part`` before this is called): ``parts`` lists their checksums in rank order
+    and goes into this file's header. This file is written last, so it is the commit: a
+    checkpoint counts only once every rank's part is on disk, and a kill at any moment leaves the
+    previous complete checkpoint."""
     for name in arrays:
         if name.startswith("__"):
             raise ValueError(f"reserved array name {name}")
     header = dict(meta, format_version=CHECKPOINT_VERSION, iteration=int(iteration), checksum=_arrays_checksum(arrays))
+    if parts is not None:
+        header["ranks"] = len(parts)
+        header["parts"] = list(parts)
     path = checkpoint_path(run, iteration)
     write_npz(path, __meta__=np.array(dumps(header)), **arrays)
     if keep and keep > 0:
         for old in list_checkpoints(run)[:-keep]:
             with contextlib.suppress(OSError):
                 old.unlink()
+        _prune_rank_parts(run, {checkpoint_iteration(p) for p in list_checkpoints(run)}, int(iteration))
     return path
+
+
+# -- the per-rank parts of an MPI run's checkpoints ---------------------------------------------
+
+_PART_NAME = re.compile(r"^iter-(\d+)\.rank-(\d+)-of-(\d+)\.npz$")
+
+
+def rank_part_path(run, iteration, rank, ranks):
+    """checkpoints/iter-NNNNNN.rank-RRRR-of-PPPP.npz: what rank RRRR of PPPP holds for its own
+    documents at that iteration."""
+    return Path(run) / _CKPT_DIR / f"iter-{int(iteration):06d}.rank-{int(rank):04d}-of-{int(ranks):04d}.npz"
+
+
+def save_rank_part(run, iteration, rank, ranks, arrays):
+    """Write one rank's part of a checkpoint (atomically, fsynced); returns its checksum (the
+    commit, save_checkpoint, records it)."""
+    checksum = _arrays_checksum(arrays)
+    header = {"format_version": CHECKPOINT_VERSION, "iteration": int(iteration), "rank": int(rank), "ranks": int(ranks)}
+    header["checksum"] = checksum
+    write_npz(rank_part_path(run, iteration, rank, ranks), __meta__=np.array(dumps(header)), **arrays)
+    return checksum
+
+
+def load_rank_part(run, meta, rank):
+    """The arrays of ``rank``'s part of the checkpoint whose header is ``meta``; DamagedFileError
+    when it is missing or is not the part the commit recorded."""
+    ranks = int(meta.get("ranks", 1))
+    path = rank_part_path(run, meta["iteration"], rank, ranks)
+    if not path.exists():
+        raise DamagedFileError(f"the part of rank {rank} of {ranks} is missing", path)
+    part_meta, arrays = load_checkpoint(path)
+    expected = (meta.get("parts") or [None] * ranks)[rank]
+    if expected is not None and part_meta.get("checksum") != expected:
+        raise DamagedFileError("this rank part is not the one its checkpoint committed", path)
+    return arrays
+
+
+def _prune_rank_parts(run, kept, current):
+    """Remove rank parts of checkpoints no longer kept (and of ones never committed) up to ``current``."""
+    d = Path(run) / _CKPT_DIR
+    for p in d.glob("iter-*.rank-*.npz"):
+        m = _PART_NAME.match(p.name)
+        if m and int(m.group(1)) not in kept and int(m.group(1)) <= current:
+            with contextlib.suppress(OSError):
+                p.unlink()
 
 
 def list_checkpoints(run):

@@ -43,6 +43,7 @@ class TrainSpec:
     log_every: int = 10
     debug_checks: bool = False
     show_topics: int = 0  # print every topic's top words every N iterations (0: never)
+    engine: str = "local"  # local | mpi (topictool/mpi.py; the number of ranks is in run.json)
 
 
 def _now():
@@ -52,6 +53,7 @@ def _now():
 def resolve_spec(corpus, model, iterations, seed, threads, options, **rest):
     """Validate everything before anything is written; returns (TrainSpec, model class)."""
     cls = registry.get(model)
+    check_engine_support(cls, rest.get("engine", "local"))
     resolved = cls.resolve_options(options)
     if iterations is None or iterations < 0:
         raise InputError(f"-n/--iterations must be >= 0, got {iterations}")
@@ -78,9 +80,27 @@ def resolve_spec(corpus, model, iterations, seed, threads, options, **rest):
     return spec, cls
 
 
-def _load_inputs(spec, cls):
-    """The training and test corpora, checked against each other, the model and memory."""
-    corpus = load_corpus(spec.corpus, part="train")
+def check_engine_support(cls, engine):
+    """--engine mpi only for the families that declare ``supports_mpi`` (models/base.py)."""
+    from .mpi import check_engine
+
+    check_engine(engine)
+    if engine == "mpi" and not cls.supports_mpi:
+        from .models.registry import names
+
+        able = ", ".join(n for n in names() if registry.get(n).supports_mpi)
+        raise InputError(f"{cls.name} does not run on MPI ranks: --engine mpi is refused (models that do: {able})")
+
+
+def _load_inputs(spec, cls, engine=None):
+    """The training and test corpora, checked against each other, the model and memory. Under
+    MPI each rank reads its own documents (mpi.rank_corpus) and the whole test corpus."""
+    if engine is not None and engine.size > 1:
+        from .mpi import rank_corpus
+
+        corpus = rank_corpus(spec.corpus, engine, spec.threads)
+    else:
+        corpus = load_corpus(spec.corpus, part="train")
     cls.check_size(corpus, spec.options, spec.threads)
     test = None
     if spec.test:
@@ -91,17 +111,25 @@ def _load_inputs(spec, cls):
     return corpus, test
 
 
-def train(spec, out, force=False, echo=None):
+def train(spec, out, force=False, echo=None, engine=None):
     """Start a new run in directory ``out`` (replacing an old run of topictool's only with
-    ``force``, and only once the new run has written its first checkpoint)."""
+    ``force``, and only once the new run has written its first checkpoint).
+
+    ``engine`` (mpi.MpiEngine; None: one process): every rank runs this with its own documents;
+    rank 0 alone checks and writes the run directory (the output rule), the others write only
+    their parts of each checkpoint."""
     cls = registry.get(spec.model)
-    output = store.DirectoryOutput(out, force, kind="run", inputs=[spec.corpus, spec.test], resume_hint=True)
-    with StopFlag() as output.stop:
-        corpus, test = _load_inputs(spec, cls)
+    engine = engine or LocalEngine()
+    output = engine.agree(_root_output, engine, out, force, spec)
+    with StopFlag() as stop:
+        if output is None:
+            output = _RankOutput()
+        output.stop = stop
+        corpus, test = engine.agree(_load_inputs, spec, cls, engine)
         model = cls(corpus, spec.options, spec.seed, threads=spec.threads)
-        output.open()
+        engine.agree(output.open)
         try:
-            return _start(output, spec, cls, model, corpus, test, echo)
+            return _start(output, spec, cls, model, corpus, test, echo, engine)
         except BaseException:
             output.abort()
             raise
@@ -109,12 +137,52 @@ def train(spec, out, force=False, echo=None):
             output.close()
 
 
-def _start(output, spec, cls, model, corpus, test, echo):
+def _root_output(engine, out, force, spec):
+    """Rank 0's DirectoryOutput (checked now, before anything is read); None on other ranks."""
+    if not engine.is_root:
+        return None
+    return store.DirectoryOutput(out, force, kind="run", inputs=[spec.corpus, spec.test], resume_hint=True)
+
+
+class _RankOutput:
+    """What ranks other than 0 know of the run directory: nothing of their own to open, commit
+    or remove; they write their checkpoint parts where rank 0 says (``path``, broadcast)."""
+
+    path = target = None
+
+    def open(self):
+        return self
+
+    def commit(self):
+        pass
+
+    def abort(self):
+        pass
+
+    def close(self):
+        pass
+
+
+class LocalEngine:
+    """mpi.LocalEngine without importing topictool.mpi (one process: every collective the identity)."""
+
+    rank, size, is_root = 0, 1, True
+
+    def agree(self, fn, *args, **kw):
+        return fn(*args, **kw)
+
+    def any(self, flag):
+        return bool(flag)
+
+    def bcast(self, obj):
+        return obj
+
+
+def _start(output, spec, cls, model, corpus, test, echo, engine):
     from .corpus.vocabulary import write_vocab
 
     run = output.path
-    (run / "checkpoints").mkdir()
-    write_vocab(corpus.vocab, run / "vocab.txt")
+    D, N = getattr(corpus, "D_total", corpus.D), getattr(corpus, "N_total", corpus.N)
     info = {
         "format_version": RUN_FORMAT_VERSION,
         "model": spec.model,
@@ -125,9 +193,9 @@ def _start(output, spec, cls, model, corpus, test, echo):
         "corpus": {
             "path": str(Path(spec.corpus).resolve()),
             "sha256": corpus.sha256(),
-            "D": corpus.D,
+            "D": D,
             "W": corpus.W,
-            "N": corpus.N,
+            "N": N,
         },
         "test": None
         if test is None
@@ -141,8 +209,17 @@ def _start(output, spec, cls, model, corpus, test, echo):
         "updated": _now(),
         "bytes_per_token": model_bytes(model) / max(corpus.N, 1),
     }
-    store.write_json(run / "run.json", info)
-    return _loop(output, info, spec, model, corpus, test, 0, spec.iterations, echo)
+    if engine.size > 1:
+        info["engine"] = {"name": "mpi", "ranks": engine.size, "threads_per_rank": spec.threads}
+
+    def write_start():
+        if engine.is_root:
+            (run / "checkpoints").mkdir()
+            write_vocab(corpus.vocab, run / "vocab.txt")
+            store.write_json(run / "run.json", info)
+
+    engine.agree(write_start)
+    return _loop(output, info, spec, model, corpus, test, 0, spec.iterations, echo, engine)
 
 
 class _Resumed:
@@ -156,15 +233,13 @@ class _Resumed:
         pass
 
 
-def resume(run, more=None, threads=None, echo=None, show_topics=None):
+def resume(run, more=None, threads=None, echo=None, show_topics=None, engine=None):
     """Continue a run from its newest usable checkpoint (holding the run's lock); ``show_topics``
-    overrides the run's --show-topics for this session."""
+    overrides the run's --show-topics for this session. An MPI run continues only under MPI with
+    the same number of ranks and threads (``engine``), and is exact then too."""
     run = Path(run)
-    info = store.read_run_json(run)
-    try:
-        spec = TrainSpec(**info["spec"])
-    except TypeError as e:
-        raise InputError(f"run.json has an unexpected spec ({e})", run / "run.json") from None
+    engine = engine or LocalEngine()
+    info, spec = engine.agree(_read_run, run, engine)
     if threads is not None and threads != spec.threads:
         raise InputError(f"this run uses --threads {spec.threads}; exact resume needs the same number")
     if show_topics is not None:
@@ -177,30 +252,79 @@ def resume(run, more=None, threads=None, echo=None, show_topics=None):
     spec.test = (info.get("test") or {}).get("path")
     output = _Resumed(run)
     with StopFlag() as output.stop:
-        output.lock.acquire("run directory")
+        engine.agree(lambda: output.lock.acquire("run directory") if engine.is_root else None)
         try:
-            return _resume(output, info, spec, cls, more, echo)
+            return _resume(output, info, spec, cls, more, echo, engine)
         finally:
             output.lock.release()
 
 
-def _resume(output, info, spec, cls, more, echo):
+def _read_run(run, engine):
+    """(run.json, its TrainSpec), refused unless this engine can continue it exactly."""
+    info = store.read_run_json(run)
+    try:
+        spec = TrainSpec(**info["spec"])
+    except TypeError as e:
+        raise InputError(f"run.json has an unexpected spec ({e})", run / "run.json") from None
+    ranks = int((info.get("engine") or {}).get("ranks", 1))
+    if ranks > 1 and engine.size != ranks:
+        raise InputError(
+            f"this run was trained on {ranks} MPI ranks; exact resume needs the same number: "
+            f"mpiexec -n {ranks} topictool train --resume {run} --engine mpi"
+        )
+    if ranks == 1 and engine.size > 1:
+        raise InputError(f"this run was trained in one process; continue it in one (without mpiexec -n {engine.size})")
+    return info, spec
+
+
+def _resume(output, info, spec, cls, more, echo, engine):
     run = output.path
-    corpus, test = _load_inputs(spec, cls)
+    corpus, test = engine.agree(_load_inputs, spec, cls, engine)
     if corpus.sha256() != info["corpus"]["sha256"]:
         raise InputError("the corpus has changed since this run started (checksum differs)", info["corpus"]["path"])
     warn = echo or (lambda m: print(f"topictool: warning: {m}", file=sys.stderr))
-    path, meta, arrays = store.latest_checkpoint(run, warn=warn)
+    if engine.size > 1:
+        path, meta, arrays = _latest_rank_checkpoint(run, engine, warn)
+    else:
+        path, meta, arrays = store.latest_checkpoint(run, warn=warn)
     if meta.get("model") != spec.model:
         raise InputError(f"checkpoint is of model {meta.get('model')}, run.json says {spec.model}", path)
     done = int(meta["iteration"])
-    model = cls.from_state(corpus, spec.options, arrays, threads=spec.threads)
+    model = engine.agree(cls.from_state, corpus, spec.options, arrays, threads=spec.threads)
     target = done + more if more is not None else info["iterations_target"]
     info["iterations_target"] = max(target, done)
-    # Metrics after the checkpoint belong to iterations that will be redone.
-    store.rewrite_jsonl(run / "metrics.jsonl", store.read_jsonl(run / "metrics.jsonl", upto_iteration=done))
+    if engine.is_root:
+        # Metrics after the checkpoint belong to iterations that will be redone.
+        store.rewrite_jsonl(run / "metrics.jsonl", store.read_jsonl(run / "metrics.jsonl", upto_iteration=done))
     info["seconds_total"] = float(meta.get("seconds_total", info.get("seconds_total", 0.0)))
-    return _loop(output, info, spec, model, corpus, test, done, target, echo)
+    return _loop(output, info, spec, model, corpus, test, done, target, echo, engine)
+
+
+def _latest_rank_checkpoint(run, engine, warn):
+    """The newest checkpoint every rank can read its part of: (path, meta, the global arrays
+    with this rank's own arrays added). Damaged or missing parts are reported (by rank 0) and
+    the previous checkpoint is used, by every rank alike."""
+    candidates = [p for p in reversed(store.list_checkpoints(run))]
+    for path in candidates:
+        try:
+            meta, arrays = store.load_checkpoint(path)
+            if int(meta.get("ranks", 1)) != engine.size:
+                raise InputError(
+                    f"this checkpoint was written by {meta.get('ranks', 1)} ranks, not {engine.size}", path
+                )
+            arrays.update(store.load_rank_part(run, meta, engine.rank))
+            problem = None
+        except InputError as e:
+            problem = str(e)
+        problems = engine.allgather(problem)
+        bad = [p for p in problems if p is not None]
+        if not bad:
+            return path, meta, arrays
+        if engine.is_root:
+            warn(f"{bad[0]}; using the previous checkpoint")
+    from .mpi import AgreedError
+
+    raise AgreedError(f"{run}: no usable checkpoint in this run directory (every rank's part is needed)")
 
 
 def model_bytes(model):
@@ -212,17 +336,22 @@ def model_bytes(model):
     return total
 
 
-def _loop(output, info, spec, model, corpus, test, done, target, echo):
+def _loop(output, info, spec, model, corpus, test, done, target, echo, engine):
     """Steps ``done+1 .. target``; writes into ``output.path`` (``output.commit()`` after a
-    checkpoint puts a staged run in place of the one it replaces)."""
+    checkpoint puts a staged run in place of the one it replaces). Under MPI every rank runs
+    this loop in step; rank 0 alone logs and writes, and the ranks agree after every step on
+    whether a signal asks them to stop, so that they all checkpoint the same iteration."""
     stop = output.stop
-    reporter = Progress(done, target, spec.log_every, model.step_unit)
+    root = engine.is_root
+    reporter = Progress(done, target, spec.log_every, model.step_unit) if root else _Quiet()
     seconds_total = float(info.get("seconds_total", 0.0))
     it = done
     last_ckpt = done
+    counter = getattr(engine, "comm", None)
     try:
-        while it < target and stop.signal is None:
+        while it < target and not engine.any(stop.signal is not None):
             t0 = time.perf_counter()
+            mark = counter.mark() if counter is not None else None
             metrics = model.step()
             dt = time.perf_counter() - t0
             it += 1
@@ -235,25 +364,30 @@ def _loop(output, info, spec, model, corpus, test, done, target, echo):
                 "tokens_per_s": round(tokens / dt, 1) if dt > 0 else None,
             }
             row.update(metrics)
+            if mark is not None:
+                row.update(counter.since(mark))
             if spec.debug_checks:
                 model.check_invariants()
             logged = spec.log_every and (it % spec.log_every == 0 or it == target)
             if logged:
                 row["log_likelihood"] = float(model.log_likelihood())
-                _check_finite(row, it, spec)
+                _check_finite(row, it, spec, engine)
             if test is not None and spec.eval_every and (it % spec.eval_every == 0 or it == target):
-                row.update(_evaluate(model, test, spec))
-            store.append_jsonl(output.path / "metrics.jsonl", row)
-            reporter.update(row)
-            if spec.show_topics and it % spec.show_topics == 0:
-                reporter.topics(it, model.snapshot())
+                row.update(_evaluate(model, test, spec, engine))
+            if root:
+                store.append_jsonl(output.path / "metrics.jsonl", row)
+                reporter.update(row)
+                if spec.show_topics and it % spec.show_topics == 0:
+                    reporter.topics(it, model.snapshot())
             if spec.checkpoint_every and it % spec.checkpoint_every == 0 and it < target:
-                _checkpoint(output, info, spec, model, it, seconds_total)
+                _checkpoint(output, info, spec, model, it, seconds_total, engine)
                 last_ckpt = it
     finally:
         reporter.close()
-    if it != last_ckpt or not store.list_checkpoints(output.path):
-        _checkpoint(output, info, spec, model, it, seconds_total)
+    if it != last_ckpt or not engine.bcast(bool(store.list_checkpoints(output.path)) if root else None):
+        _checkpoint(output, info, spec, model, it, seconds_total, engine)
+    if not root:
+        return {"rank": engine.rank, "iterations_done": it}
     run = output.path
     summary = {
         "run": str(output.target),
@@ -269,34 +403,69 @@ def _loop(output, info, spec, model, corpus, test, done, target, echo):
     return summary
 
 
-def _checkpoint(output, info, spec, model, iteration, seconds_total):
-    run = output.path
+def _checkpoint(output, info, spec, model, iteration, seconds_total, engine):
     meta = {"model": spec.model, "seed": spec.seed, "threads": spec.threads, "seconds_total": seconds_total}
-    store.save_checkpoint(run, iteration, model.state(), meta, keep=spec.keep_checkpoints)
-    run_snapshot(model, spec.model, iteration, output.target, info["corpus"]["path"]).save(run / "model.npz")
-    info.update(iterations_done=iteration, seconds_total=round(seconds_total, 3), updated=_now())
-    store.write_json(run / "run.json", info)
-    output.commit()  # the run is whole now: a staged run replaces the old one here
+    state = model.state()
+    parts = None
+    if engine.size > 1:
+        # every rank writes its own part, then rank 0 commits (store.save_checkpoint)
+        run = Path(engine.bcast(str(output.path) if engine.is_root else None))
+        own = {k: state.pop(k) for k in model.rank_state}
+        checksum = engine.agree(store.save_rank_part, run, iteration, engine.rank, engine.size, own)
+        parts = engine.allgather(checksum)
+        meta["engine"] = "mpi"
+    snap = run_snapshot(model, spec.model, iteration, output.target, info["corpus"]["path"], engine)
+
+    def commit():
+        if not engine.is_root:
+            return
+        run = output.path
+        store.save_checkpoint(run, iteration, state, meta, keep=spec.keep_checkpoints, parts=parts)
+        snap.save(run / "model.npz")
+        info.update(iterations_done=iteration, seconds_total=round(seconds_total, 3), updated=_now())
+        store.write_json(run / "run.json", info)
+        output.commit()  # the run is whole now: a staged run replaces the old one here
+
+    engine.agree(commit)
 
 
-def _check_finite(row, iteration, spec):
+class _Quiet:
+    """The progress of ranks other than 0: nothing."""
+
+    def update(self, row):
+        pass
+
+    def topics(self, iteration, snapshot):
+        pass
+
+    def close(self):
+        pass
+
+
+def _check_finite(row, iteration, spec, engine=None):
     """A non-finite log-likelihood means the numbers broke down (an extreme prior the
-    option checks let through?): stop before anything of it is written."""
+    option checks let through?): stop before anything of it is written. (Under MPI the value is
+    reduced, the same on every rank: every rank stops alike.)"""
     import math
 
     value = row.get("log_likelihood")
     if value is not None and not math.isfinite(value):
-        raise InputError(
+        error = InputError
+        if engine is not None and engine.size > 1:
+            from .mpi import AgreedError as error
+        raise error(
             f"the log-likelihood of {spec.model} became {value} at iteration {iteration} (numerical "
             f"overflow; check the priors: {json.dumps(spec.options, sort_keys=True)}); nothing of "
             f"this iteration was written"
         )
 
 
-def _evaluate(model, test, spec):
+def _evaluate(model, test, spec, engine=None):
     from .evaluate.completion import document_completion
 
-    # the same evaluation as `evaluate RUN TEST` with its defaults (seed 1, the model's method)
+    # the same evaluation as `evaluate RUN TEST` with its defaults (seed 1, the model's method);
+    # under MPI the test documents are shared out among the ranks (the same figure)
+    extra = {"engine": engine} if engine is not None and engine.size > 1 else {}
     res = document_completion(
         model.snapshot(),
         test,
@@ -305,6 +474,7 @@ def _evaluate(model, test, spec):
         seed=spec.eval_seed,
         threads=spec.threads,
         allow_oov=spec.allow_oov,
+        **extra,
     )
     return {"test_perplexity": res["perplexity"], "test_log_likelihood_per_token": res["log_likelihood_per_token"]}
 
@@ -325,10 +495,20 @@ def snapshot_of_run(run, iteration=None):
     return run_snapshot(model, info["model"], model.iteration, run, info["corpus"]["path"])
 
 
-def run_snapshot(model, name, iteration, run, corpus_path):
+def run_snapshot(model, name, iteration, run, corpus_path, engine=None):
     """The snapshot a run publishes: the model's estimate; what it is (model, iteration, run,
     how to evaluate it); how its corpus was prepared (so `infer` tokenises text the same way);
-    and for Gibbs models the training documents' topic counts."""
+    and for Gibbs models the training documents' topic counts (under MPI gathered from every
+    rank: the result on rank 0, None on the others)."""
+    if engine is not None and engine.size > 1:
+        table = model.doc_topic_table() if model.eval_method == "gibbs" else None
+        tables = _gather_table(engine, table)
+        if not engine.is_root:
+            return None
+        snap = run_snapshot(model, name, iteration, run, corpus_path)
+        if tables is not None and model.eval_method == "gibbs":
+            snap.doc_topics = tables
+        return snap
     snap = model.snapshot()
     snap.meta = dict(
         snap.meta,
@@ -349,6 +529,23 @@ def run_snapshot(model, name, iteration, run, corpus_path):
     return snap
 
 
+def _gather_table(engine, table):
+    """Every rank's doc-topic CSR table (ptr, topic, count) joined in rank order, on rank 0."""
+    flags = engine.allgather(table is not None)
+    if not all(flags):
+        return None
+    ptr, topic, count = table
+    ptrs = engine.gatherv(np.diff(ptr))
+    topics = engine.gatherv(topic)
+    counts = engine.gatherv(count)
+    if not engine.is_root:
+        return None
+    lengths = np.concatenate(ptrs)
+    out_ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out_ptr[1:])
+    return out_ptr, np.concatenate(topics), np.concatenate(counts)
+
+
 def _prepare_options(corpus_path):
     """The text options of a prepared corpus (corpus.json), or None for a bare LdaC/UCI file."""
     manifest = Path(corpus_path) / "corpus.json"
@@ -362,13 +559,34 @@ def _prepare_options(corpus_path):
 
 def model_of_run(run, iteration=None):
     """The model of a run restored from its latest (or a given) checkpoint and its training
-    corpus (InputError when either is gone)."""
+    corpus (InputError when either is gone). An MPI run's checkpoint is put together from every
+    rank's part, in one process (to read: snapshots, doc-topics; it continues only under MPI)."""
     info = store.read_run_json(run)
     spec = TrainSpec(**info["spec"])
     cls = registry.get(spec.model)
     corpus = load_corpus(info["corpus"]["path"], part="train")
-    _, _, arrays = store.latest_checkpoint(run, iteration=iteration)
+    _, meta, arrays = store.latest_checkpoint(run, iteration=iteration)
+    if int(meta.get("ranks", 1)) > 1:
+        arrays = _joined_parts(run, meta, arrays, cls, corpus, spec)
     return cls.from_state(corpus, spec.options, arrays, threads=spec.threads)
+
+
+def _joined_parts(run, meta, arrays, cls, corpus, spec):
+    """The state of an MPI checkpoint for one process: each rank's arrays joined in rank order
+    (documents are dealt out to the ranks in order); the random streams are fresh (a model
+    restored this way is read, never continued)."""
+    from .kernels.rng import make_streams
+
+    parts = [store.load_rank_part(run, meta, r) for r in range(int(meta["ranks"]))]
+    arrays = dict(arrays)
+    for name in cls.rank_state:
+        if name != "rng":
+            arrays[name] = np.concatenate([p[name] for p in parts])
+    probe = cls.__new__(cls)
+    probe.threads = spec.threads
+    probe.opts = cls.resolve_options(dict(spec.options))
+    arrays["rng"] = make_streams(int(arrays["seed"]), probe.rng_streams())
+    return arrays
 
 
 class Progress:

@@ -46,6 +46,14 @@ from .common import (
     help="Fraction of documents held out as test.npz.",
 )
 @click.option("--seed", default=1, show_default=True, type=SEED, help="Seed of the train/test split.")
+@click.option(
+    "--shards",
+    default=1,
+    show_default=True,
+    type=POSITIVE,
+    help="Write the training split as N shard files of contiguous documents (for `train --engine mpi`: each "
+    "rank reads only its own shards).",
+)
 @vocab_option(
     "The fixed vocabulary of text sources (other tokens dropped; no pruning or stop words), or the "
     "vocabulary of an LdaC/UCI source (default: found beside it)."
@@ -54,15 +62,16 @@ from .common import (
 @text_options
 @force_option
 @json_option
-def command(sources, out, fmt, force, as_json, text, **kw):
+def command(sources, out, fmt, force, as_json, text, shards, **kw):
     """Read SOURCE... (directories or zips of text files, a text file with one document per
     line, an LdaC file, or a UCI docword file; .gz/.bz2 read transparently) and write a
-    prepared corpus directory: corpus.json, vocab.txt, train.npz and test.npz."""
+    prepared corpus directory: corpus.json, vocab.txt, train.npz and test.npz (with --shards N,
+    train.shard-0000.npz ... in place of train.npz)."""
     from ..corpus.prepare import PrepareOptions, prepare
 
     opts = PrepareOptions(format=fmt, **text, **kw)
     t0 = time.perf_counter()
-    manifest = prepare(list(sources), out, opts, force=force)
+    manifest = prepare(list(sources), out, opts, force=force, shards=shards)
     manifest["seconds"] = round(time.perf_counter() - t0, 3)
     manifest["output"] = str(out)
     if as_json:
@@ -76,6 +85,8 @@ def show_manifest(m, title):
     for part in ("train", "test"):
         if m.get(part):
             rows.append((f"{part} documents / tokens", f"{m[part]['D']:,} / {m[part]['N']:,}"))
+    if m.get("train", {}).get("shards"):
+        rows.append(("training shards", len(m["train"]["shards"])))
     per_folder = m.get("documents_per_folder") or {}
     if len(per_folder) > 1:
         rows.append(("documents per folder", ", ".join(f"{k} {v:,}" for k, v in per_folder.items())))

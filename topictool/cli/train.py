@@ -24,7 +24,15 @@ from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, force_option, jso
     "--config", "config", type=click.Path(dir_okay=False), help="TOML file: model, K, iterations, seed, [options]."
 )
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Set a model option (repeatable).")
-@click.option("--threads", type=THREADS, help="Worker threads. [default: 1]")
+@click.option("--threads", type=THREADS, help="Worker threads (per MPI rank with --engine mpi). [default: 1]")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "mpi"]),
+    default="local",
+    show_default=True,
+    help="local: one process; mpi: the ranks of an MPI job started by `mpiexec -n P topictool train ...` or "
+    "`srun topictool train ...`, each with --threads threads (needs the mpi extra; docs/cluster.md).",
+)
 @click.option("--test", help="Test corpus for periodic document-completion perplexity.")
 @click.option("--eval-every", default=0, type=COUNT, help="Evaluate on --test every N iterations.")
 @click.option("--holdout", default="every:5", show_default=True, help="Hold-out of test documents for --test.")
@@ -75,6 +83,7 @@ def command(
     config,
     sets,
     threads,
+    engine,
     test,
     eval_every,
     holdout,
@@ -94,8 +103,71 @@ def command(
     directory OUTPUT: run.json, checkpoints/, model.npz (latest snapshot), metrics.jsonl.
     SIGTERM or Ctrl-C checkpoints and exits 0; `train --resume RUN [-n MORE]` continues."""
     from .. import training
-    from ..errors import InputError
     from ..models import registry
+    from ..mpi import on_ranks, quiet_ranks
+
+    with quiet_ranks(engine):
+        _run(
+            training,
+            registry,
+            on_ranks,
+            list_models,
+            resume_run,
+            corpus,
+            model,
+            out,
+            config,
+            sets,
+            K,
+            seed,
+            test,
+            force,
+            iterations,
+            threads,
+            show_topics,
+            eval_every,
+            holdout,
+            eval_seed,
+            allow_oov,
+            checkpoint_every,
+            keep_checkpoints,
+            log_every,
+            debug_checks,
+            engine,
+            as_json,
+        )
+
+
+def _run(
+    training,
+    registry,
+    on_ranks,
+    list_models,
+    resume_run,
+    corpus,
+    model,
+    out,
+    config,
+    sets,
+    K,
+    seed,
+    test,
+    force,
+    iterations,
+    threads,
+    show_topics,
+    eval_every,
+    holdout,
+    eval_seed,
+    allow_oov,
+    checkpoint_every,
+    keep_checkpoints,
+    log_every,
+    debug_checks,
+    engine,
+    as_json,
+):
+    from ..errors import InputError
 
     if list_models:
         rows = []
@@ -112,8 +184,12 @@ def command(
         return
     if resume_run:
         if corpus or model or out or config or sets or K is not None or seed is not None or test or force:
-            raise InputError("--resume takes only the run directory, -n MORE, --threads and --show-topics")
-        summary = training.resume(resume_run, more=iterations, threads=threads, show_topics=show_topics)
+            raise InputError("--resume takes only the run directory, -n MORE, --threads, --engine and --show-topics")
+        summary = on_ranks(
+            engine,
+            threads or 1,
+            lambda e: training.resume(resume_run, more=iterations, threads=threads, show_topics=show_topics, engine=e),
+        )
     else:
         cfg_top, cfg_opts = training.load_config(config) if config else ({}, {})
         model = model or cfg_top.get("model")
@@ -155,8 +231,11 @@ def command(
             log_every=log_every,
             debug_checks=debug_checks,
             show_topics=show_topics or 0,
+            engine=engine,
         )
-        summary = training.train(spec, out, force=force)
+        summary = on_ranks(engine, spec.threads, lambda e: training.train(spec, out, force=force, engine=e))
+    if summary is None:  # an MPI rank other than 0: rank 0 reports
+        return
     if as_json:
         emit_json(summary)
     else:

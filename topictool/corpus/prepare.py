@@ -11,7 +11,15 @@ import numpy as np
 from .. import __version__, store
 from ..errors import InputError
 from .corpus import Corpus
-from .prepared import FORMAT_VERSION, detect_bag_format, read_bag_file, save_arrays, write_names
+from .prepared import (
+    FORMAT_VERSION,
+    SHARD_NAME,
+    detect_bag_format,
+    read_bag_file,
+    save_arrays,
+    shard_bounds,
+    write_names,
+)
 from .split import split_documents
 from .text import TextSource, documents_per_folder
 from .tokenizer import DEFAULT_PATTERN, Tokenizer, load_stopwords
@@ -114,10 +122,15 @@ def read_text(sources, kinds, opts, fixed=None, stop=frozenset()):
     return builder.corpus(), names, facts
 
 
-def prepare(sources, out, opts, force=False):
-    """Build the prepared corpus directory ``out``; returns its manifest."""
+def prepare(sources, out, opts, force=False, shards=1):
+    """Build the prepared corpus directory ``out``; returns its manifest. With ``shards`` > 1 the
+    training split is written as that many files of contiguous documents with ~equal tokens
+    (train.shard-0000.npz, ...; corpus.json lists them) in place of train.npz, so that each MPI
+    rank reads only its own."""
     if not sources:
         raise InputError("no SOURCE given")
+    if int(shards) < 1:
+        raise InputError(f"--shards must be at least 1, got {shards}")
     if opts.format not in ("none", "ldac", "uci", "both"):
         raise InputError(f"--format must be ldac, uci, both or none, got {opts.format!r}")
     Tokenizer(opts.token_pattern)  # a bad pattern is refused before any source is read
@@ -143,11 +156,30 @@ def prepare(sources, out, opts, force=False):
     }
     for name, part in parts.items():
         manifest[name] = {"D": part.D, "N": part.N, "sha256": part.sha256()}
+    pieces = {}
+    if int(shards) > 1:
+        train = parts["train"]
+        if int(shards) > train.D:
+            raise InputError(f"--shards {shards}: the training split has only {train.D:,} documents")
+        token_ptr = np.zeros(train.D + 1, dtype=np.int64)
+        np.cumsum(train.doc_lengths(), out=token_ptr[1:])
+        cuts = shard_bounds(token_ptr, int(shards))
+        if np.any(np.diff(cuts) == 0):
+            raise InputError(f"--shards {shards}: too many shards for the training split's documents")
+        pieces = {
+            SHARD_NAME.format(part="train", index=i): train.subset(np.arange(cuts[i], cuts[i + 1]))
+            for i in range(int(shards))
+        }
+        manifest["train"]["shards"] = [{"file": f, "D": p.D, "N": p.N, "sha256": p.sha256()} for f, p in pieces.items()]
     exports = []
     with store.staged_directory(out, force, "corpus", inputs) as stage:
         write_vocab(corpus.vocab, stage / "vocab.txt")
         for name, part in parts.items():
-            save_arrays(part, stage / f"{name}.npz")
+            if name == "train" and pieces:
+                for file, piece in pieces.items():
+                    save_arrays(piece, stage / file)
+            else:
+                save_arrays(part, stage / f"{name}.npz")
             write_names(part_names[name], stage / f"{name}.names.txt")
             if opts.format in ("ldac", "both"):
                 from .ldac import write_ldac

@@ -54,17 +54,117 @@ def load_prepared(directory, part="train"):
     from .vocabulary import read_vocab
 
     vocab = read_vocab(directory / "vocab.txt")
-    npz = directory / f"{part}.npz"
-    if not npz.exists():
-        what = "no test split (prepared with --test-fraction 0?)" if part == "test" else f"no {part}.npz"
-        raise InputError(what, directory)
-    a = store.load_npz(npz, required=("doc_ptr", "word_ids", "counts"))
-    corpus = Corpus(a["doc_ptr"].astype(np.int64), a["word_ids"].astype(np.int32), a["counts"].astype(np.int32), vocab)
-    corpus.check(npz)
+    shards = _shards(manifest, part, manifest_path)
+    if shards is not None:  # prepare --shards: the part is the shards' documents in order
+        corpus = concat([_load_shard(directory, s, vocab) for s in shards], vocab)
+        npz = directory / shards[0]["file"]
+    else:
+        npz = directory / f"{part}.npz"
+        if not npz.exists():
+            what = "no test split (prepared with --test-fraction 0?)" if part == "test" else f"no {part}.npz"
+            raise InputError(what, directory)
+        corpus = _load_arrays(npz, vocab)
     expected = (manifest.get(part) or {}).get("sha256")
     if expected and expected != corpus.sha256():
         raise DamagedFileError("checksum does not match corpus.json (damaged or edited)", npz)
     return corpus
+
+
+def _load_arrays(npz, vocab):
+    a = store.load_npz(npz, required=("doc_ptr", "word_ids", "counts"))
+    corpus = Corpus(a["doc_ptr"].astype(np.int64), a["word_ids"].astype(np.int32), a["counts"].astype(np.int32), vocab)
+    return corpus.check(npz)
+
+
+# -- shards (prepare --shards N): the training split as N files of contiguous documents ---------
+
+SHARD_NAME = "{part}.shard-{index:04d}.npz"
+
+
+def _shards(manifest, part, manifest_path):
+    """The shard list of ``part`` in corpus.json (dicts: file, D, N, sha256), or None."""
+    shards = (manifest.get(part) or {}).get("shards")
+    if shards is None:
+        return None
+    ok = (
+        isinstance(shards, list)
+        and shards
+        and all(
+            isinstance(s, dict) and isinstance(s.get("file"), str) and "/" not in s["file"] and "D" in s and "N" in s
+            for s in shards
+        )
+    )
+    if not ok:
+        raise DamagedFileError(f"the shard list of {part} is not a list of {{file, D, N, sha256}}", manifest_path)
+    return shards
+
+
+def _load_shard(directory, shard, vocab):
+    npz = Path(directory) / shard["file"]
+    if not npz.exists():
+        raise InputError("shard file missing (the prepared corpus is incomplete)", npz)
+    corpus = _load_arrays(npz, vocab)
+    if corpus.D != int(shard["D"]) or corpus.N != int(shard["N"]):
+        raise DamagedFileError("shard sizes do not match corpus.json (damaged or edited)", npz)
+    if shard.get("sha256") and shard["sha256"] != corpus.sha256():
+        raise DamagedFileError("checksum does not match corpus.json (damaged or edited)", npz)
+    return corpus
+
+
+def shard_table(path, part="train"):
+    """The shards of a prepared corpus's part (list of dicts: file, D, N, sha256), or None when the
+    corpus is one file (or not a prepared directory)."""
+    directory = Path(path)
+    manifest_path = directory / "corpus.json"
+    if not directory.is_dir() or not manifest_path.is_file():
+        return None
+    try:
+        manifest = json.loads(manifest_path.read_text("utf-8"))
+    except ValueError as e:
+        raise DamagedFileError(f"not valid JSON: {e}", manifest_path) from None
+    return _shards(manifest, part, manifest_path)
+
+
+def load_shards(path, part, indices):
+    """Only the shards ``indices`` (a contiguous range) of a sharded part, concatenated: (Corpus,
+    {D, N, sha256} of the whole part). What an MPI rank reads: never the whole corpus."""
+    from .vocabulary import read_vocab
+
+    directory = Path(path)
+    manifest_path = directory / "corpus.json"
+    manifest = json.loads(manifest_path.read_text("utf-8"))
+    shards = _shards(manifest, part, manifest_path)
+    vocab = read_vocab(directory / "vocab.txt")
+    local = concat([_load_shard(directory, shards[i], vocab) for i in indices], vocab)
+    info = manifest.get(part) or {}
+    return local, {"D": int(info.get("D", 0)), "N": int(info.get("N", 0)), "sha256": info.get("sha256", "")}
+
+
+def shard_bounds(token_ptr, shards):
+    """Document boundaries (shards+1) cutting documents into runs of ~equal tokens."""
+    N = token_ptr[-1]
+    targets = (np.arange(shards + 1, dtype=np.int64) * N) // shards
+    ptr = np.searchsorted(token_ptr, targets, side="left").astype(np.int64)
+    ptr[0] = 0
+    ptr[-1] = len(token_ptr) - 1
+    return np.maximum.accumulate(ptr)
+
+
+def concat(parts, vocab):
+    """Corpora over one vocabulary, one after the other."""
+    if len(parts) == 1:
+        return parts[0]
+    ptrs = [parts[0].doc_ptr]
+    offset = parts[0].doc_ptr[-1]
+    for p in parts[1:]:
+        ptrs.append(p.doc_ptr[1:] + offset)
+        offset += p.doc_ptr[-1]
+    return Corpus(
+        np.concatenate(ptrs),
+        np.concatenate([p.word_ids for p in parts]),
+        np.concatenate([p.counts for p in parts]),
+        vocab,
+    )
 
 
 def load_corpus(path, part="train", vocab=None, encoding="utf-8"):

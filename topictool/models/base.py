@@ -7,6 +7,14 @@ A family declares (class attributes):
     step_unit       what one step (one -n) is: "sweep" (every token once), "pass"
                     (every document once) or "minibatch" (some documents)
     supports_threads  False: --threads > 1 is refused (never silently ignored)
+    supports_mpi    True: `train --engine mpi` runs the family on P MPI ranks (False: refused
+                    with one line). Such a family then gets, as its corpus, the rank's own
+                    documents (mpi.RankCorpus: engine, first_doc, D_total, N_total, block_ptr,
+                    first_block), does its part of a step on them and the engine's reductions
+                    (engine.sum, ...) so that every rank ends the step with the same global state
+    rank_state      the state entries each MPI rank holds for its own documents (e.g. ("z",
+                    "rng")): each rank saves them in its part of a checkpoint; every other entry
+                    is the same on every rank and rank 0 saves it once
     eval_method     how `evaluate` folds test documents in: "gibbs" or "vb" (a snapshot
                     with the burstiness front end adds its document cache either way)
     defaults        every option with its default (the type of the default is the
@@ -98,6 +106,8 @@ class Model:
     name = "abstract"
     step_unit = "sweep"
     supports_threads = False
+    supports_mpi = False
+    rank_state: tuple = ()
     eval_method = "gibbs"
     defaults: dict = {}
     limits: dict = {"K": Range(1, 2**31 - 1)}

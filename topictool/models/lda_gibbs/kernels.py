@@ -474,3 +474,176 @@ def word_topic_histograms(tw, n_k, TB):
     for k in range(n_k.shape[0]):
         length_hist[n_k[k]] += 1
     return count_hist, length_hist
+
+
+# ---------------------------------------------------------------------------------------------
+# MPI ranks (AD-LDA across processes, model.py's _exchange): after a rank's sweep, the count
+# changes of every rank are added to every rank's copy of n_kw and n_k. Two ways, the same result
+# (the packed layout is canonical): the tokens that changed topic as records
+# (w K + k_old) K + k_new, gathered from every rank and applied one by one (fewer bytes while few
+# tokens move), or a dense word-major W x K table of changes summed by Allreduce.
+
+
+@numba.njit(cache=True, nogil=True)
+def count_changed(z_prev, z):
+    n = 0
+    for i in range(z.shape[0]):
+        if z[i] != z_prev[i]:
+            n += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def change_records(words, z_prev, z, K, out):
+    """out[j] = (w K + k_old) K + k_new for the j-th token that changed topic."""
+    j = 0
+    for i in range(z.shape[0]):
+        if z[i] != z_prev[i]:
+            out[j] = (np.int64(words[i]) * K + z_prev[i]) * K + z[i]
+            j += 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slot_decrement(tw, base, cap, k, mask, one):
+    """n_kw -= 1 in word w's sorted slots (the slot of topic k must exist)."""
+    j = 0
+    while (tw[base + j] & mask) != k or tw[base + j] == 0:
+        j += 1
+    e = tw[base + j] - one
+    if e < one:  # the count fell to zero: close the gap
+        while j + 1 < cap and tw[base + j + 1] != 0:
+            tw[base + j] = tw[base + j + 1]
+            j += 1
+        tw[base + j] = 0
+    else:
+        while j + 1 < cap and tw[base + j + 1] > e:
+            tw[base + j] = tw[base + j + 1]
+            j += 1
+        tw[base + j] = e
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slot_increment(tw, base, cap, k, mask, one):
+    """n_kw += 1 in word w's sorted slots."""
+    j = 0
+    while j < cap and tw[base + j] != 0 and (tw[base + j] & mask) != k:
+        j += 1
+    if j < cap and tw[base + j] != 0:
+        e = tw[base + j] + one
+    else:
+        e = one | k
+    while j > 0 and tw[base + j - 1] < e:
+        tw[base + j] = tw[base + j - 1]
+        j -= 1
+    tw[base + j] = e
+
+
+@numba.njit(cache=True, nogil=True)
+def apply_records(tw_ptr, tw, n_k, records, skip_lo, skip_hi, TB):
+    """Apply every record outside [skip_lo, skip_hi) (this rank's own, already applied by its sweep)."""
+    K = n_k.shape[0]
+    mask = (1 << TB) - 1
+    one = 1 << TB
+    for j in range(records.shape[0]):
+        if skip_lo <= j < skip_hi:
+            continue
+        r = records[j]
+        k_new = r % K
+        r //= K
+        k_old = r % K
+        w = r // K
+        base = tw_ptr[w]
+        cap = tw_ptr[w + 1] - base
+        _slot_decrement(tw, base, cap, k_old, mask, one)
+        _slot_increment(tw, base, cap, k_new, mask, one)
+        n_k[k_old] -= 1
+        n_k[k_new] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def dense_changes(words, z_prev, z, K, delta):
+    """delta[w K + k] (zeroed here): this rank's change of n_kw in its sweep."""
+    delta[:] = 0
+    for i in range(z.shape[0]):
+        if z[i] != z_prev[i]:
+            w = np.int64(words[i]) * K
+            delta[w + z_prev[i]] -= 1
+            delta[w + z[i]] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def dense_counts(words, z, K, counts):
+    """counts[w K + k] (zeroed here): n_kw of these tokens, word-major."""
+    counts[:] = 0
+    for i in range(z.shape[0]):
+        counts[np.int64(words[i]) * K + z[i]] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def apply_dense(tw_ptr, tw, n_k, total, own, TB):
+    """n_kw += total - own (word-major tables: every rank's changes less this rank's, which its
+    sweep applied already), rewriting only the words that changed, in the canonical layout."""
+    W = tw_ptr.shape[0] - 1
+    K = n_k.shape[0]
+    mask = (1 << TB) - 1
+    scratch = np.zeros(K, np.int64)
+    seen = np.empty(K, np.int64)
+    mark = np.zeros(K, np.bool_)
+    buf = np.empty(K, tw.dtype)
+    for w in range(W):
+        o = w * K
+        changed = False
+        for k in range(K):
+            if total[o + k] != own[o + k]:
+                changed = True
+                break
+        if not changed:
+            continue
+        lo = tw_ptr[w]
+        hi = tw_ptr[w + 1]
+        m = 0
+        for j in range(lo, hi):
+            e = tw[j]
+            if e == 0:
+                break
+            k = e & mask
+            scratch[k] = e >> TB
+            mark[k] = True
+            seen[m] = k
+            m += 1
+        for k in range(K):
+            d = total[o + k] - own[o + k]
+            if d != 0:
+                scratch[k] += d
+                n_k[k] += d
+                if not mark[k]:
+                    mark[k] = True
+                    seen[m] = k
+                    m += 1
+        n = 0
+        for j in range(m):
+            k = seen[j]
+            if scratch[k] > 0:
+                buf[n] = (scratch[k] << TB) | k
+                n += 1
+            scratch[k] = 0
+            mark[k] = False
+        _write_sorted(tw, lo, hi, buf, n)
+
+
+@numba.njit(cache=True, nogil=True)
+def pack_dense(tw_ptr, tw, n_k, counts, TB):
+    """tw and n_k (overwritten) from word-major dense counts."""
+    W = tw_ptr.shape[0] - 1
+    K = n_k.shape[0]
+    n_k[:] = 0
+    buf = np.empty(K, tw.dtype)
+    for w in range(W):
+        m = 0
+        for k in range(K):
+            c = counts[w * K + k]
+            if c > 0:
+                buf[m] = (np.int64(c) << TB) | k
+                n_k[k] += c
+                m += 1
+        _write_sorted(tw, tw_ptr[w], tw_ptr[w + 1], buf, m)

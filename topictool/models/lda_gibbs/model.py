@@ -13,12 +13,26 @@ this class owns the arrays, the threads, the schedule of hyperparameter updates 
 saving. Memory per token: 4 bytes of word id + 2 of topic (4 when K >= 32768), plus
 at most one 4-byte word-topic slot per token (min(frequency, K) per word), times
 (threads + 1) when threads > 1.
+
+MPI ranks (``train --engine mpi``; distributed AD-LDA, Newman et al. 2009): each rank owns a
+contiguous run of documents (mpi.RankCorpus), cut into its thread blocks, and samples them
+against its own copy of the whole corpus's n_kw and n_k, with the random streams of those blocks
+(rank r, thread t: stream r*threads + t). After its sweep every rank learns every other rank's
+changes (``_exchange``: the tokens that changed topic, gathered, when that moves fewer bytes than
+a dense W x K Allreduce of the changes, else the Allreduce) and applies them, so every rank
+starts the next sweep with the same counts. The counts' layout is canonical, so the result does
+not depend on the way chosen, and P ranks x T threads give exactly the model of one process with
+P*T threads on the same (one-file) corpus: the same blocks, streams and merged counts.
+Hyperparameters are learnt from histograms summed over the ranks (the same on every rank).
+Memory per rank: its tokens (6 bytes each), the whole n_kw (min(frequency, K) slots of 4 bytes
+per word), plus 8 bytes per (word, topic) while the dense exchange is in use.
 """
 
 import numpy as np
 
 from ...errors import InputError
 from ...kernels.dirichlet_opt import doc_topic_histograms, learn_parameters, learn_symmetric_concentration
+from ...kernels.rng import make_streams
 from ...snapshot import Snapshot, doc_topic_csr
 from ..base import NONNEGATIVE, PRIOR, Model, doc_topic_counts
 from . import kernels as kern
@@ -80,6 +94,8 @@ class LdaGibbs(Model):
 
     step_unit = "sweep"
     supports_threads = True  # AD-LDA document blocks (see step)
+    supports_mpi = True  # AD-LDA across ranks (module docstring)
+    rank_state = ("z", "rng")
     eval_method = "gibbs"
     state_arrays = ("z", "alpha")
     state_scalars = {"beta": float}
@@ -96,11 +112,22 @@ class LdaGibbs(Model):
     def allocate(self):
         self.token_ptr, self.words = self.corpus.tokens()
         threads = self.threads
-        self.block_ptr = _blocks(self.token_ptr, threads)
+        self.engine = getattr(self.corpus, "engine", None)  # MPI ranks (module docstring)
         self.z = np.zeros(self.N, dtype=np.int16 if self.K < 32768 else np.int32)
         self.TB = kern.topic_bits(self.K)
-        max_freq = int(np.bincount(self.words, minlength=self.W).max())
-        self.tw_ptr = kern.word_slots(self.words, self.W, self.K)
+        if self.engine is None:
+            self.block_ptr = _blocks(self.token_ptr, threads)
+            max_freq = int(np.bincount(self.words, minlength=self.W).max())
+            self.tw_ptr = kern.word_slots(self.words, self.W, self.K)
+        else:
+            self.block_ptr = np.asarray(self.corpus.block_ptr, dtype=np.int64)
+            self.N_total = int(self.corpus.N_total)
+            freq = self.engine.sum(np.bincount(self.words, minlength=self.W).astype(np.int64))
+            max_freq = int(freq.max())
+            self.tw_ptr = np.zeros(self.W + 1, dtype=np.int64)
+            np.cumsum(np.minimum(freq, self.K), out=self.tw_ptr[1:])
+            self.z_prev = np.zeros_like(self.z)
+            self._dense = None
         self.tw = np.zeros(self.tw_ptr[-1], dtype=kern.packed_dtype(self.K, max_freq))
         self.n_k = np.zeros(self.K, dtype=np.int32)
         if threads > 1:
@@ -113,6 +140,9 @@ class LdaGibbs(Model):
         self.beta = float(self.opts["beta"])
 
     def initialise(self):
+        if self.engine is not None:  # this rank's blocks draw from their streams of the whole run
+            first = int(self.corpus.first_block)
+            self.rng = make_streams(self.seed, first + self.threads)[first:].copy()
         kern.init_assignments(self.token_ptr, self.block_ptr, self.z, self.rng, self.K)
         self._rebuild_counts()
 
@@ -126,8 +156,11 @@ class LdaGibbs(Model):
         self._rebuild_counts()
 
     def _rebuild_counts(self):
-        """n_kw and n_k from z (and the threads' copies of them)."""
-        kern.build_counts(self.words, self.z, self.tw_ptr, self.tw, self.n_k, self.TB)
+        """n_kw and n_k from z (and the threads' copies of them); under MPI from every rank's z."""
+        if self.engine is not None:
+            self._global_counts(self.tw, self.n_k)
+        else:
+            kern.build_counts(self.words, self.z, self.tw_ptr, self.tw, self.n_k, self.TB)
         if self.threads > 1:
             self.tw_local[:] = self.tw
             self.n_k_local[:] = self.n_k
@@ -136,6 +169,8 @@ class LdaGibbs(Model):
 
     def step(self):
         """One Gibbs sweep over every token, then the hyperparameter update when due."""
+        if self.engine is not None:
+            np.copyto(self.z_prev, self.z)
         if self.threads == 1:
             kern.sample_block(
                 self.token_ptr,
@@ -168,6 +203,9 @@ class LdaGibbs(Model):
             )
             kern.merge_parallel(self.tw_ptr, self.tw, self.tw_local, self.n_k, self.n_k_local, self.TB)
         self.iteration += 1
+        exchange = {}
+        if self.engine is not None:
+            exchange = self._exchange()
         o = self.opts
         optimized = False
         if (
@@ -183,11 +221,62 @@ class LdaGibbs(Model):
             "beta": float(self.beta),
             "active_topics": int(np.count_nonzero(self.n_k)),
             "hyper_optimized": optimized,
+            **exchange,
         }
 
+    # -- MPI ranks (module docstring) --------------------------------------------------
+
+    def _exchange(self):
+        """Every other rank's changes of this sweep into this rank's n_kw and n_k: as records of
+        the tokens that changed topic (Allgatherv) when they are fewer than the W x K cells of a
+        dense table, else the dense table of changes (Allreduce). Returns the step's metrics."""
+        engine, K = self.engine, self.K
+        changed = kern.count_changed(self.z_prev, self.z)
+        total = int(engine.sum(np.array([changed], dtype=np.int64))[0])
+        if total < K * self.W and self.W * K * K < 2**62:
+            records = np.empty(changed, dtype=np.int64)
+            kern.change_records(self.words, self.z_prev, self.z, K, records)
+            every, offsets = engine.allgatherv(records)
+            r = engine.rank
+            kern.apply_records(self.tw_ptr, self.tw, self.n_k, every, offsets[r], offsets[r + 1], self.TB)
+            how = "sparse"
+        else:
+            if self._dense is None:
+                self._dense = np.zeros(self.W * K, dtype=np.int32)
+            kern.dense_changes(self.words, self.z_prev, self.z, K, self._dense)
+            every = engine.sum(self._dense)
+            kern.apply_dense(self.tw_ptr, self.tw, self.n_k, every, self._dense, self.TB)
+            how = "dense"
+        if self.threads > 1:
+            self.tw_local[:] = self.tw
+            self.n_k_local[:] = self.n_k
+        return {"exchange": how, "tokens_moved": total}
+
+    def _global_counts(self, tw, n_k):
+        """n_kw and n_k of every rank's tokens (a dense W x K Allreduce, in slices of words)."""
+        K, W = self.K, self.W
+        step = max(1, min(W, (64 << 20) // (4 * K)))  # at most 64 MB of counts at a time
+        order = np.argsort(self.words, kind="stable")
+        bounds = np.searchsorted(self.words[order], np.arange(0, W + step, step))
+        tw[:] = 0
+        n_k[:] = 0
+        part_nk = np.zeros(K, dtype=n_k.dtype)
+        for i, w0 in enumerate(range(0, W, step)):
+            w1 = min(W, w0 + step)
+            idx = order[bounds[i] : bounds[i + 1]]
+            local = np.zeros((w1 - w0) * K, dtype=np.int32)
+            kern.dense_counts(self.words[idx] - w0, self.z[idx], K, local)
+            counts = self.engine.sum(local)
+            lo, hi = self.tw_ptr[w0], self.tw_ptr[w1]
+            kern.pack_dense(self.tw_ptr[w0 : w1 + 1] - lo, tw[lo:hi], part_nk, counts, self.TB)
+            n_k += part_nk
+
     def _optimize_hyperparameters(self):
-        """Mallet's optimizeAlpha (one fixed-point step) and optimizeBeta (to convergence)."""
+        """Mallet's optimizeAlpha (one fixed-point step) and optimizeBeta (to convergence); under
+        MPI on the histograms of every rank's documents (summed: the same on every rank)."""
         topic_doc_hist, doc_len_hist = doc_topic_histograms(self.token_ptr, self.z, self.K)
+        if self.engine is not None:
+            topic_doc_hist, doc_len_hist = self._summed_histograms(topic_doc_hist, doc_len_hist)
         learn_parameters(self.alpha, topic_doc_hist, doc_len_hist, ALPHA_PRIOR_SHAPE, ALPHA_PRIOR_SCALE, 1)
         np.maximum(self.alpha, HYPER_FLOOR, out=self.alpha)
         if self.opts["optimize_beta"]:
@@ -199,8 +288,23 @@ class LdaGibbs(Model):
         if not (np.all(np.isfinite(self.alpha)) and np.isfinite(self.beta)):
             raise FloatingPointError("hyperparameter optimisation produced a non-finite value")
 
+    def _summed_histograms(self, topic_doc_hist, doc_len_hist):
+        """The ranks' histograms padded to the longest of them and summed (integers: exact)."""
+        shape = self.engine.max(np.array([topic_doc_hist.shape[1], doc_len_hist.shape[0]], dtype=np.int64))
+        tdh = np.zeros((self.K, int(shape[0])), dtype=np.int64)
+        tdh[:, : topic_doc_hist.shape[1]] = topic_doc_hist
+        dlh = np.zeros(int(shape[1]), dtype=np.int64)
+        dlh[: doc_len_hist.shape[0]] = doc_len_hist
+        return self.engine.sum(tdh), self.engine.sum(dlh)
+
     def log_likelihood(self):
-        """Collapsed joint log p(w, z | alpha, beta), as Mallet's modelLogLikelihood."""
+        """Collapsed joint log p(w, z | alpha, beta), as Mallet's modelLogLikelihood (under MPI:
+        the documents' terms summed over the ranks, plus the word-topic terms every rank has)."""
+        if self.engine is not None:
+            args = (self.alpha, self.beta, self.W, self.TB)
+            words = kern.log_likelihood(np.zeros(1, np.int64), self.z, self.tw, self.n_k, *args)
+            docs = kern.log_likelihood(self.token_ptr, self.z, self.tw[:0], np.zeros_like(self.n_k), *args)
+            return float(self.engine.sum(np.array([docs]))[0] + words)
         return float(
             kern.log_likelihood(self.token_ptr, self.z, self.tw, self.n_k, self.alpha, self.beta, self.W, self.TB)
         )
@@ -214,12 +318,12 @@ class LdaGibbs(Model):
             "alpha_sum": float(self.alpha.sum()),
             "beta": float(self.beta),
             "threads": self.threads,
-            "tokens": self.N,
+            "tokens": self._N_total(),
         }
         return Snapshot(
             phi=phi,
             alpha=self.alpha.copy(),
-            topic_weight=self.n_k.astype(np.float64) / self.N,
+            topic_weight=self.n_k.astype(np.float64) / self._N_total(),
             vocab=self.corpus.vocab,
             meta=meta,
         )
@@ -230,21 +334,28 @@ class LdaGibbs(Model):
         def fail(msg):
             raise AssertionError(f"lda-gibbs invariant broken: {msg}")
 
-        if int(self.n_k.sum(dtype=np.int64)) != self.N:
-            fail(f"n_k sums to {int(self.n_k.sum())}, not N={self.N}")
+        N = self._N_total()
+        if int(self.n_k.sum(dtype=np.int64)) != N:
+            fail(f"n_k sums to {int(self.n_k.sum())}, not N={N}")
         tw = np.zeros_like(self.tw)
         n_k = np.zeros_like(self.n_k)
-        kern.build_counts(self.words, self.z, self.tw_ptr, tw, n_k, self.TB)
+        if self.engine is not None:
+            self._global_counts(tw, n_k)
+        else:
+            kern.build_counts(self.words, self.z, self.tw_ptr, tw, n_k, self.TB)
         if not np.array_equal(n_k, self.n_k):
             fail("n_k disagrees with z")
         if not np.array_equal(tw, self.tw):
             fail("n_kw (word-topic slots) disagrees with z")
-        if int((self.tw >> self.TB).sum(dtype=np.int64)) != self.N:
+        if int((self.tw >> self.TB).sum(dtype=np.int64)) != N:
             fail("n_kw does not sum to N")
         n_dk = self.doc_topics()
         if not np.array_equal(n_dk.sum(axis=1, dtype=np.int64), np.diff(self.token_ptr)):
             fail("n_dk rows do not sum to the document lengths")
-        if not np.array_equal(n_dk.sum(axis=0, dtype=np.int64), self.n_k.astype(np.int64)):
+        columns = n_dk.sum(axis=0, dtype=np.int64)
+        if self.engine is not None:
+            columns = self.engine.sum(columns)
+        if not np.array_equal(columns, self.n_k.astype(np.int64)):
             fail("n_dk columns disagree with n_k")
         if self.threads > 1:
             if not (np.all(self.tw_local == self.tw) and np.all(self.n_k_local == self.n_k)):
@@ -253,6 +364,10 @@ class LdaGibbs(Model):
             fail("hyperparameters are not positive and finite")
 
     # -- extras ---------------------------------------------------------------------
+
+    def _N_total(self):
+        """Tokens of the whole corpus (under MPI: of every rank)."""
+        return self.N_total if self.engine is not None else self.N
 
     def doc_topics(self):
         """n_dk (D x K int32), computed from z."""
