@@ -47,7 +47,11 @@ demo: $(STAMP)
 	@echo "  hdp-gibbs/       a training run: run.json, metrics.jsonl, model.npz, checkpoints/"
 	@echo "  hdp-online-sm/   a second run"
 	@echo "  *.png            the topics as pictures (with the plot extra: $(PY) -m pip install '.[plot]')"
+	@echo "  report.html      the hdp-gibbs model as one self-contained HTML page (below)"
 	@echo "Put the tool on your PATH to try it:  export PATH=\"$$PWD/$(VENV)/bin:\$$PATH\""
+	@echo
+	$(TT) report $(DEMO)/hdp-gibbs -o $(DEMO)/report.html --force
+	@echo "The report of the demo model (open it in any browser, no network needed): $(abspath $(DEMO)/report.html)"
 
 # Lint and format checks (ruff), then the unit and integration tests; the last of
 # them runs `make -C scripts smoke` (every experiment config on tiny data, every

@@ -179,12 +179,14 @@ def test_top_documents_are_the_largest_proportions(bars):
 def test_curves_of_a_nonparametric_run_show_the_topics_in_use(tmp_path):
     rows = [{"iteration": i, "log_likelihood": -1000.0 + i, "active_topics": 30 - i, "tokens_per_s": 5e6}
             for i in range(1, 11)]  # fmt: skip
+    rows[4]["effective_topics"] = 12.5
     rows.append({"iteration": 10, "log_likelihood": -5.0, "active_topics": 17})  # a resumed run logs it again
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"torn": ')
     assert metric_series(rows, "active_topics") == (list(range(1, 11)), [float(30 - i) for i in range(1, 10)] + [17.0])
     hdp = Snapshot(np.full((2, 3), 1 / 3), np.ones(2), np.ones(2), ("a", "b", "c"), meta={"model": "hdp-gibbs"})
     text = training_curves(tmp_path, hdp)
-    assert text.count("<svg") == 3 and 'aria-label="topics in use"' in text and "test perplexity" not in text
+    assert text.count("<svg") == 4 and 'aria-label="topics in use"' in text and "test perplexity" not in text
+    assert 'aria-label="effective number of topics"' in text
     lda = Snapshot(hdp.phi, hdp.alpha, hdp.topic_weight, hdp.vocab, meta={"model": "lda-gibbs"})
     assert "topics in use" not in training_curves(tmp_path, lda)
 

@@ -17,7 +17,8 @@ What the page shows and where it comes from:
                 a Gibbs model's counts, or a variational run's checkpoint), named as `prepare`
                 recorded them
     curves      for a run: log-likelihood, test perplexity, tokens/s and, for a non-parametric
-                model, the topics in use, against the iteration (metrics.jsonl), as inline SVG
+                model, the topics in use (and the effective number of topics where the model
+                logs it), against the iteration (metrics.jsonl), as inline SVG
 
 The state lives in the URL fragment, #topic=3&lambda=0.6 (topictool's 0-based topic index).
 """
@@ -181,6 +182,9 @@ def training_curves(run, snapshot):
             if xs:
                 charts.append(line_chart(xs, ys, "topics in use"))
                 break
+        xs, ys = metric_series(rows, "effective_topics")
+        if xs:
+            charts.append(line_chart(xs, ys, "effective number of topics"))
     if not charts:
         return '<p class="note">The run logged no figures (metrics.jsonl is empty or missing).</p>'
     return '<div class="charts">' + "".join(charts) + "</div>"
