@@ -54,6 +54,9 @@ _LAUNCHER_VARS = ("PMI_RANK", "PMI_FD", "PMI_PORT", "PMIX_RANK", "OMPI_COMM_WORL
 # the number of processes as the launcher says it, where it says it
 _SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "PMIX_SIZE")
 
+RESUME_HINT = (
+    "A run continues from its last complete checkpoint: mpiexec -n {P} topictool train --resume RUN --engine mpi"
+)
 LAUNCH_HINT = "start it as `mpiexec -n P topictool ...` or, in a Slurm job, `srun topictool ...` (docs/cluster.md)"
 
 
@@ -104,6 +107,13 @@ def on_ranks(name, threads, fn):
     error of one rank alone is printed by it and ends every rank. Returns fn's result (rank 0's
     is the one to show; the others return None)."""
     if name == "local":
+        if launched() and (_launcher_size() or 1) > 1:
+            if launcher_rank() != 0:
+                sys.exit(2)
+            raise InputError(
+                f"started by an MPI launcher as {_launcher_size()} processes but without --engine mpi (each would "
+                f"do the whole work alone); add --engine mpi, or run it without the launcher"
+            )
         return fn(LocalEngine())
     try:
         engine = make_engine(name, threads)
@@ -258,12 +268,13 @@ class MpiEngine:
         self.comm_world = world.Dup()
         self.comm_world.Set_errhandler(MPI.ERRORS_RETURN)
         self.comm = CommCounter()
+        self.hint = RESUME_HINT
         self.timeout = _timeout()
         self.watchdog = None
         if self.size > 1:
             hb = world.Dup()
             hb.Set_errhandler(MPI.ERRORS_RETURN)
-            self.watchdog = _Watchdog(MPI, hb, self.timeout)
+            self.watchdog = _Watchdog(MPI, hb, self.timeout, self)
             self.watchdog.start()
 
     def describe(self):
@@ -409,7 +420,8 @@ class _Watchdog:
 
     HEARTBEAT, END, ABORT = 11, 12, 13
 
-    def __init__(self, MPI, comm, timeout):
+    def __init__(self, MPI, comm, timeout, engine):
+        self.engine = engine  # for its resume hint (training sets it)
         self.MPI = MPI
         self.comm = comm
         self.rank = comm.Get_rank()
@@ -477,10 +489,10 @@ class _Watchdog:
             _exit_now(1)
 
     def _lost(self, peer, silent_for):
+        hint = self.engine.hint.replace("{P}", str(self.size))
         _say(
             f"MPI rank {peer} of {self.size} stopped answering for {silent_for:.0f} s (killed, out of memory, or its "
-            f"node lost); rank {self.rank} stops too. Continue the run from its last complete checkpoint: "
-            f"mpiexec -n {self.size} topictool train --resume RUN --engine mpi"
+            f"node lost); rank {self.rank} stops too. {hint}"
         )
         if self.rank == 0:
             self._abort_peers(1)

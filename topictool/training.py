@@ -120,6 +120,7 @@ def train(spec, out, force=False, echo=None, engine=None):
     their parts of each checkpoint."""
     cls = registry.get(spec.model)
     engine = engine or LocalEngine()
+    _resume_hint(engine, out)
     output = engine.agree(_root_output, engine, out, force, spec)
     with StopFlag() as stop:
         if output is None:
@@ -239,6 +240,7 @@ def resume(run, more=None, threads=None, echo=None, show_topics=None, engine=Non
     the same number of ranks and threads (``engine``), and is exact then too."""
     run = Path(run)
     engine = engine or LocalEngine()
+    _resume_hint(engine, run)
     info, spec = engine.agree(_read_run, run, engine)
     if threads is not None and threads != spec.threads:
         raise InputError(f"this run uses --threads {spec.threads}; exact resume needs the same number")
@@ -257,6 +259,15 @@ def resume(run, more=None, threads=None, echo=None, show_topics=None, engine=Non
             return _resume(output, info, spec, cls, more, echo, engine)
         finally:
             output.lock.release()
+
+
+def _resume_hint(engine, run):
+    """What a rank that loses its partners tells the user (mpi.py's watchdog)."""
+    if hasattr(engine, "hint"):
+        engine.hint = (
+            f"The run continues from its last complete checkpoint: mpiexec -n {engine.size} topictool train "
+            f"--resume {run} --engine mpi"
+        )
 
 
 def _read_run(run, engine):

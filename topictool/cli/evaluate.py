@@ -64,6 +64,14 @@ LEFT_TO_RIGHT_ONLY = ("particles", "resample", "weighted")
 @click.option(
     "--threads", default=1, show_default=True, type=THREADS, help="Threads (the result does not depend on it)."
 )
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "mpi"]),
+    default="local",
+    show_default=True,
+    help="mpi: share the test documents out among the ranks of `mpiexec -n P topictool evaluate ...` (document "
+    "completion; the same figure as one process).",
+)
 @vocab_option("Vocabulary of TEST when it is an LdaC/UCI file (default: found beside it).")
 @click.option(
     "--allow-oov",
@@ -86,6 +94,7 @@ def command(
     weighted,
     seed,
     threads,
+    engine,
     vocab,
     allow_oov,
     as_json,
@@ -97,12 +106,45 @@ def command(
     test documents, log p(w | phi, alpha), estimated with --particles particles (Wallach et
     al. 2009, Algorithm 3 with --resample; Mallet's evaluate-topics). Words of TEST the model
     lacks are an error unless --allow-oov (then they are dropped and counted)."""
-    _check_options(ctx, method)
+    from ..mpi import on_ranks, quiet_ranks
+
+    with quiet_ranks(engine):
+        _check_options(ctx, method)
+        if engine == "mpi" and method == "left-to-right":
+            from ..errors import InputError
+
+            raise InputError("--engine mpi applies to document completion, not --method left-to-right")
+        result = on_ranks(engine, threads, lambda e: _evaluate(e, **locals_of(ctx)))
+    if result is not None:
+        _show(model, test, as_json, *result)
+
+
+def locals_of(ctx):
+    return {k: v for k, v in ctx.params.items() if k not in ("engine", "as_json")}
+
+
+def _evaluate(
+    engine,
+    model,
+    test,
+    holdout,
+    burn_in,
+    samples,
+    method,
+    particles,
+    resample,
+    weighted,
+    seed,
+    threads,
+    vocab,
+    allow_oov,
+):
+    """(title, result, rows, details, scored) of the evaluation, on every rank (one, or MPI's)."""
     from ..corpus import load_corpus
     from ..snapshot import load_model
 
-    snapshot = load_model(model)
-    corpus = load_corpus(test, part="test", vocab=vocab)
+    snapshot = engine.agree(load_model, model)
+    corpus = engine.agree(load_corpus, test, part="test", vocab=vocab)
     common = dict(seed=seed, threads=threads, allow_oov=allow_oov)
     if method == "left-to-right":
         from ..evaluate.left_to_right import left_to_right
@@ -126,8 +168,9 @@ def command(
         if method is None:
             recorded = snapshot.meta.get("eval_method")
             method = recorded if recorded in ("gibbs", "vb") else "gibbs"
+        ranks = {"engine": engine} if engine.size > 1 else {}
         result = document_completion(
-            snapshot, corpus, holdout=holdout, burn_in=burn_in, samples=samples, method=method, **common
+            snapshot, corpus, holdout=holdout, burn_in=burn_in, samples=samples, method=method, **common, **ranks
         )
         title = "document completion"
         rows = [("perplexity", result["perplexity"])]
@@ -135,6 +178,12 @@ def command(
         scored = result["observed_tokens"] + result["heldout_tokens"]
         fold = f"gibbs, {burn_in} burn-in + {samples} samples" if method == "gibbs" else "vb"
         details = [("hold-out", result["holdout"]), ("fold-in", fold)]
+        if engine.size > 1:
+            details.append(("MPI ranks", engine.size))
+    return title, result, rows, details, scored
+
+
+def _show(model, test, as_json, title, result, rows, details, scored):
     result["model"] = str(model)
     result["test"] = str(test)
     if as_json:

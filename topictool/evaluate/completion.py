@@ -27,6 +27,12 @@ from (seed, document index) inside the kernel, and per-document results are
 written to arrays and summed afterwards in document order, so the result does
 not depend on the number of threads.
 
+MPI ranks (``evaluate --engine mpi``; ``train --test`` under ``--engine mpi``): every rank
+makes the same hold-out split of the whole test corpus, scores only its own run of documents
+(documents dealt out by tokens; the others are left empty, so every document keeps its index and
+with it its random stream), and the per-document log-likelihoods are gathered in document order
+before they are summed: the figure equals the one-process figure exactly.
+
 Burstiness: a snapshot with ``burst_concentration`` needs the document-level
 Pitman-Yor cache in both the fold-in and the held-out word probability
 (DESIGN.md); ``document_completion`` scores such a snapshot with ``evaluate.burst``
@@ -143,6 +149,7 @@ def document_completion(
     max_iter=1000,
     return_theta=False,
     allow_oov=False,
+    engine=None,
 ):
     """Document-completion perplexity of ``model`` on ``test_corpus`` (a Corpus): the one
     front end of both scorers (evaluate/plain.py; evaluate/burst.py for a snapshot with
@@ -157,7 +164,8 @@ def document_completion(
     log_likelihood (the total), documents_total, observed_tokens, oov_tokens
     (test tokens whose word the model lacks; dropped from both parts),
     oov_heldout_tokens, method, holdout, burn_in, samples, seed, threads,
-    seconds, and with ``return_theta`` the (D, K) fold-in estimates.
+    seconds, and with ``return_theta`` the (D, K) fold-in estimates. ``engine`` (mpi.MpiEngine):
+    the documents are shared out among its ranks (module docstring), every rank gets the result.
     """
     bursty = isinstance(model, Snapshot) and model.burst_concentration is not None
     phi, alpha, model_vocab = _model_arrays(model, alpha)
@@ -176,6 +184,9 @@ def document_completion(
         raise InputError("a model with the burstiness front end is evaluated with --method gibbs")
     if bursty and return_theta:
         raise InputError("return_theta is not available for models with the burstiness front end")
+    ranks = engine is not None and engine.size > 1
+    if ranks and return_theta:
+        raise InputError("return_theta is not available on MPI ranks")
     started = time.perf_counter()
 
     # a fold-in for theta alone (return_theta) may hold nothing out; a perplexity may not
@@ -183,15 +194,21 @@ def document_completion(
         test_corpus, model_vocab, holdout, seed, allow_oov, phi.shape[1], require_heldout=not return_theta
     )
     extra = dict(holdout=str(spec), burn_in=burn_in, samples=samples, seed=int(seed), threads=threads)
+    mine, lo, hi = rank_split(split, engine) if ranks else (split, 0, split.D)
     with numba_threads(threads):
         if bursty:
-            loglik = burst_scores(model, split, burn_in, samples, seed)
+            loglik = burst_scores(model, mine, burn_in, samples, seed)
             extra.update(method="gibbs-burst", burst_discount=float(model.burst_discount))
         else:
             loglik, iters, theta, _ = plain_scores(
-                phi, alpha, split, method, burn_in, samples, tol, max_iter, seed, return_theta
+                phi, alpha, mine, method, burn_in, samples, tol, max_iter, seed, return_theta
             )
             extra["method"] = method
+    if ranks:  # every rank's documents, in document order
+        loglik = engine.allgatherv(np.asarray(loglik)[lo:hi])[0]
+        if not bursty:
+            iters = engine.allgatherv(iters[lo:hi])[0]
+        extra["ranks"] = engine.size
     result = summarise(loglik, split, split.D, oov, oov_held, **extra, seconds=time.perf_counter() - started)
     if method == "vb":
         result["vb_mean_iterations"] = float(iters.mean()) if split.D else 0.0
@@ -199,6 +216,31 @@ def document_completion(
     if return_theta:
         result["theta"] = theta
     return result
+
+
+def rank_split(split, engine):
+    """(this rank's split, lo, hi): the same D documents, those outside [lo, hi) emptied, so that
+    document d keeps index d and with it its random stream; [lo, hi) cuts the documents into
+    contiguous runs of ~equal tokens, one per rank."""
+    from ..corpus.holdout import HoldoutSplit
+    from ..mpi import token_blocks
+
+    tokens = np.diff(split.observed_ptr) + np.diff(split.heldout_ptr)
+    ptr = np.zeros(split.D + 1, dtype=np.int64)
+    np.cumsum(tokens, out=ptr[1:])
+    cuts = token_blocks(ptr, engine.size)
+    lo, hi = int(cuts[engine.rank]), int(cuts[engine.rank + 1])
+
+    def keep(p, words):
+        start, end = p[lo], p[hi]
+        q = np.zeros_like(p)
+        q[lo + 1 : hi + 1] = p[lo + 1 : hi + 1] - start
+        q[hi + 1 :] = end - start
+        return q, words[start:end]
+
+    obs_ptr, obs = keep(split.observed_ptr, split.observed_words)
+    held_ptr, held = keep(split.heldout_ptr, split.heldout_words)
+    return HoldoutSplit(obs_ptr, obs, held_ptr, held), lo, hi
 
 
 def fold_in(snapshot, corpus, method=None, burn_in=10, samples=40, seed=1, threads=1, tol=1e-6, max_iter=1000):
