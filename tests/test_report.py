@@ -374,6 +374,32 @@ def test_a_broken_page_is_caught(bars, chromium, tmp_path):
     assert any("nope" in e for e in dom.errors) and dom.terms == []
 
 
+def test_words_with_markup_or_addresses_are_shown_as_written(chromium, tmp_path):
+    words = ("<script>", "a&b", "http://x.org", 'say "hi"', "</script>", "plain", "über", "x<y")
+    rng = np.random.default_rng(4)
+    phi = rng.dirichlet(np.ones(len(words)), size=2)
+    Snapshot(phi, np.ones(2), np.array([0.7, 0.3]), words, meta={"model": "<b>odd</b>"}).save(tmp_path / "odd.npz")
+    ok("report", tmp_path / "odd.npz", "-o", tmp_path / "odd.html")
+    text = (tmp_path / "odd.html").read_text(encoding="utf-8")
+    assert "http:" not in text and "<b>odd" not in text
+    assert text.count("<script") == text.count("</script>") == 2  # the data's and the code's, no word's
+    snap = Snapshot.load(tmp_path / "odd.npz")
+    for k, lam in ((0, 0.5), (1, 0.0)):
+        out, err = browse(
+            chromium, tmp_path, f"{(tmp_path / 'odd.html').as_uri()}#topic={k}&lambda={lam}", "--dump-dom"
+        )
+        dom = Dom(out)
+        assert dom.errors == [] and console_lines(err) == []
+        assert dom.terms == python_ranking(snap, k, lam) and len(dom.terms) == len(words)
+
+
+def test_a_single_topic_model_reports(tmp_path):
+    Snapshot(np.full((1, 3), 1 / 3), np.ones(1), np.ones(1), ("a", "b", "c")).save(tmp_path / "one.npz")
+    ok("report", tmp_path / "one.npz", "-o", tmp_path / "one.html")
+    data = page_data(tmp_path / "one.html")
+    assert data["x"] == [0.0] and data["y"] == [0.0] and data["R"] == 3
+
+
 def read_png(path):
     """(H, W, 3) uint8 pixels of an 8-bit RGB/RGBA non-interlaced PNG (what Chromium writes)."""
     raw = Path(path).read_bytes()
@@ -430,14 +456,18 @@ def test_a_screenshot_shows_one_circle_per_topic(bars, chromium, tmp_path):
     left, top, width, height = dom.map_box
     assert width == height == 460 and left + width < 1200 and top + height < 900
     assert len(dom.circles) == 20
-    for c in dom.circles:  # inside each circle, above its label: the topic's colour, not the background
-        x = int(round(left + float(c["cx"])))
-        y = int(round(top + float(c["cy"]) - float(c["r"]) / 2))
-        r, g, b = img[y, x]
+    selected = [c for c in dom.circles if "selected" in c["class"]]
+    assert [c["data-topic"] for c in selected] == ["6"] and dom.circles[-1] is selected[0]  # drawn on top
+    for c in dom.circles:  # around each circle's centre, off its label: circle colour, not background or text
+        x0, y0, r = left + float(c["cx"]), top + float(c["cy"]), float(c["r"])
+        pts = [
+            img[int(y0 + dy * 0.6 * r), int(x0 + dx * 0.6 * r)]
+            for dx, dy in ((-0.7, -0.7), (0.7, -0.7), (-0.7, 0.7), (0.7, 0.7))
+        ]
         if "selected" in c["class"]:
-            assert r > b + 60 and r > g + 60, (c, (r, g, b))
+            assert all(p[0] > p[2] + 60 and p[0] > p[1] + 60 for p in pts), (c, pts)
         else:
-            assert b > r + 30 and min(r, g, b) < 235, (c, (r, g, b))
+            assert sum(p.min() < 235 and p.max() > 120 and p[2] > p[0] for p in pts) >= 2, (c, pts)
     # the background of the map, away from every circle, is white
     cx = np.array([float(c["cx"]) for c in dom.circles])
     cy = np.array([float(c["cy"]) for c in dom.circles])

@@ -27,7 +27,7 @@
   var state = { topic: null, lambda: 1 };
   var map = document.getElementById("map");
   var SVG_NS = map.namespaceURI;  // the inline <svg>'s namespace, so no URL is written here
-  var circles = [];
+  var circles = [], drawOrder = [];
   var rows = Array.prototype.slice.call(document.querySelectorAll("table.topics tbody tr"));
 
   function el(tag, attrs, text, ns) {
@@ -87,10 +87,10 @@
     var inner = size - 2 * pad - 2 * Math.max.apply(null, radius);
     var scale = inner / span;
     function px(x, i) { return size / 2 + (x - (lo[i] + hi[i]) / 2) * scale * (i === 0 ? 1 : -1); }
-    var g = document.getElementById("circles");
-    var order = data.prevalence.map(function (p, k) { return k; });
-    order.sort(function (a, b) { return radius[b] - radius[a] || a - b; });  // small ones on top
-    order.forEach(function (k) {
+    var g = document.getElementById("circles"), labels = document.getElementById("labels");
+    drawOrder = data.prevalence.map(function (p, k) { return k; });
+    drawOrder.sort(function (a, b) { return radius[b] - radius[a] || a - b; });  // small ones on top
+    drawOrder.forEach(function (k) {
       var cx = px(data.x[k], 0).toFixed(1), cy = px(data.y[k], 1).toFixed(1);
       var c = el("circle", { class: "topic", "data-topic": k, cx: cx, cy: cy, r: radius[k].toFixed(1) }, undefined, SVG_NS);
       c.appendChild(el("title", {}, "topic " + k + " (" + (100 * data.prevalence[k]).toFixed(1) + "%): " + data.labels[k], SVG_NS));
@@ -98,8 +98,8 @@
       circles[k] = c;
       g.appendChild(c);
     });
-    order.forEach(function (k) {
-      g.appendChild(el("text", { class: "topic-label", x: circles[k].getAttribute("cx"),
+    drawOrder.forEach(function (k) {
+      labels.appendChild(el("text", { class: "topic-label", x: circles[k].getAttribute("cx"),
         y: (Number(circles[k].getAttribute("cy")) + 4).toFixed(1) }, String(k), SVG_NS));
     });
     map.addEventListener("click", function () { if (state.topic !== null) select(state.topic); });
@@ -162,6 +162,8 @@
     readHash();
     var topic = state.topic, lambda = state.lambda;
     circles.forEach(function (c, k) { c.classList.toggle("selected", k === topic); });
+    drawOrder.forEach(function (k) { if (k !== topic) circles[k].parentNode.appendChild(circles[k]); });
+    if (topic !== null) circles[topic].parentNode.appendChild(circles[topic]);  // the selected one on top
     rows.forEach(function (r) { r.classList.toggle("selected", Number(r.getAttribute("data-topic")) === topic); });
     document.getElementById("lambda").value = lambda;
     document.getElementById("lambda-value").textContent = lambda.toFixed(2);
