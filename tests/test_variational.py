@@ -12,12 +12,15 @@ import json
 
 import numpy as np
 import pytest
+from scipy.optimize import brentq
 from scipy.special import digamma as psi
+from scipy.special import polygamma
 
 from topictool import store, synth
 from topictool.errors import InputError
 from topictool.models import registry
 from topictool.models.variational import kernels as kern
+from topictool.models.variational import sticks
 from topictool.models.variational.pcsvb0 import HdpPcsvb0
 from topictool.models.variational.pcvb0 import HdpPcvb0
 from topictool.models.variational.scvb0 import LdaScvb0
@@ -67,11 +70,12 @@ def gamma_fixed_point(order, u, v):
 # update equations on one document of three tokens
 
 
-@pytest.mark.parametrize("clumping", [False, True])
-def test_pcsvb0_one_document_word_by_word(clumping):
+@pytest.mark.parametrize("clumping,alpha_update", [(False, "document"), (True, "document"), (False, "corpus")])
+def test_pcsvb0_one_document_word_by_word(clumping, alpha_update):
     T, V, N, D, beta = 3, 4, 3, 1, 0.01
-    m = build(HdpPcsvb0, one_doc(), K=T, reorder=False, clumping=clumping, init="random")
+    m = build(HdpPcsvb0, one_doc(), K=T, reorder=False, clumping=clumping, init="random", alpha_update=alpha_update)
     s = m.state()
+    E_bar = float(s["E_bar"])
     n_dk = s["n_dk"][0].copy()
     n_kw = s["scale"] * s["nkw"].T.copy()  # (T, V)
     n_k = s["scale"] * s["nk"].copy()
@@ -105,7 +109,11 @@ def test_pcsvb0_one_document_word_by_word(clumping):
     for p, k in enumerate(order):
         v_new[k] = (1 - r_h) * v[k] + r_h * (gamma + D * sum(E[j] for j in order[p + 1 :]))
     gamma_new = gamma_fixed_point(order, u_new, v_new)
-    alpha_new = (1 - r_h) * alpha + r_h * E.sum() / (psi(N + alpha) - psi(alpha))
+    E_bar = (1 - r_h) * E_bar + r_h * E.sum()  # (B7), kept in both modes
+    if alpha_update == "document":  # (B6)
+        alpha_new = (1 - r_h) * alpha + r_h * E.sum() / (psi(N + alpha) - psi(alpha))
+    else:  # (B8): alpha (Psi(N + alpha) - Psi(alpha)) = D E_bar for the one document
+        alpha_new = brentq(lambda a: a * (psi(N + a) - psi(a)) - D * E_bar, 1e-6, 1e6, xtol=1e-14, rtol=1e-14)
     pi_new = stick_weights(order, u_new, v_new)
 
     metrics = m.step()
@@ -119,6 +127,7 @@ def test_pcsvb0_one_document_word_by_word(clumping):
     assert float(s2["gamma"]) == pytest.approx(gamma_new, rel=1e-10)
     assert float(s2["alpha"]) == pytest.approx(alpha_new, rel=1e-10)
     assert int(s2["t_c"]) == 3 and int(s2["t_h"]) == 1
+    assert float(s2["E_bar"]) == pytest.approx(E_bar, rel=1e-12) == metrics["topics_per_document"]
     assert metrics["documents_seen"] == 1
     np.testing.assert_allclose(m.snapshot().alpha, alpha_new * pi_new, rtol=1e-10)
 
@@ -310,6 +319,7 @@ VARIANTS = [
     (HdpPcsvb0, dict(K=8)),
     (HdpPcsvb0, dict(K=8, clumping=True, burn_in=1)),
     (HdpPcsvb0, dict(K=8, minibatch=10, s_c=500.0)),  # rho^c near 1: the scale folds back often
+    (HdpPcsvb0, dict(K=8, alpha_update="corpus")),
 ]
 
 
@@ -355,6 +365,51 @@ def test_checkpoints_of_state_version_1_still_resume(small_lda, cls, opts):
     a.step(), b.step()
     for k, v in a.state().items():
         assert np.array_equal(v, b.state()[k]), k
+
+
+@pytest.mark.parametrize("alpha_update", ["document", "corpus"])
+def test_pcsvb0_checkpoints_of_state_version_2_still_resume(small_lda, alpha_update):
+    """Version 2 had no E_bar: the document mode resumes to the same model as today's state; the
+    corpus mode starts E_bar at the value the checkpoint's alpha implies, (S4) read backwards."""
+    opts = dict(K=8, alpha_update=alpha_update)
+    model = build(HdpPcsvb0, small_lda, seed=3, **opts)
+    model.step()
+    now = model.state()
+    old = {k: v.copy() for k, v in now.items() if k != "E_bar"}
+    old["version"] = np.int64(2)
+    b = HdpPcsvb0.from_state(small_lda, HdpPcsvb0.resolve_options(opts), old)
+    assert b.E_bar == 0.0
+    a = HdpPcsvb0.from_state(small_lda, HdpPcsvb0.resolve_options(opts), now)
+    if alpha_update == "document":
+        a.step(), b.step()
+        for k, v in a.state().items():
+            if k != "E_bar":
+                assert np.array_equal(v, b.state()[k]), k
+    else:
+        lengths = small_lda.doc_lengths()
+        implied = model.alpha * np.sum(psi(lengths + model.alpha) - psi(model.alpha)) / len(lengths)
+        b.E_bar = implied
+        a = HdpPcsvb0.from_state(small_lda, HdpPcsvb0.resolve_options(opts), old)
+        a.step(), b.step()
+        assert a.E_bar == pytest.approx(b.E_bar, rel=1e-9) and a.alpha == pytest.approx(b.alpha, rel=1e-9)
+
+
+def test_alpha_solve_over_the_length_histogram():
+    """(S4) over a histogram of lengths: the same root as the fixed point over the documents,
+    and its trigamma against scipy's."""
+    x = np.concatenate([np.logspace(-4, 4, 200), [5.999, 6.0, 6.001]])
+    np.testing.assert_allclose([sticks.trigamma(v) for v in x], polygamma(1, x), rtol=2e-11)
+    doc_len = np.array([5, 17, 17, 300, 0, 41, 5, 1, 2000], dtype=np.int64)
+    values, counts = sticks.length_histogram(doc_len)
+    assert values.tolist() == [1, 5, 17, 41, 300, 2000] and counts.tolist() == [1, 2, 2, 1, 1, 1]
+    for E_total in (8.5, 30.0, 700.0):  # between the 8 documents and the 2,381 tokens
+        exact = brentq(lambda a, e=E_total: a * np.sum(counts * (psi(values + a) - psi(a))) - e, 1e-8, 1e8, xtol=1e-15)
+        for start in (1e-3, 1.0, 1e3):
+            got = sticks.alpha_solve_lengths(values, counts, E_total, start, 50, 1e-12)
+            assert got == pytest.approx(exact, rel=1e-9)
+        assert sticks.alpha_solve(doc_len, E_total, 1.0, 100000, 1e-14) == pytest.approx(exact, rel=1e-7)
+    # below one topic per document there is no root: alpha goes to its floor
+    assert sticks.alpha_solve_lengths(values, counts, 7.0, 1.0, 200, 1e-12) < 1e-3
 
 
 def test_lazy_tables_stay_consistent(small_lda):
@@ -418,6 +473,7 @@ def test_step_size_schedule():
         (HdpPcsvb0, {"beta": 0.0}),
         (HdpPcsvb0, {"minibatch": -2}),
         (HdpPcsvb0, {"tau_c": -1.0}),
+        (HdpPcsvb0, {"alpha_update": "minibatch"}),
         (HdpPcsvb0, {"no_such_option": 1}),
     ],
 )

@@ -221,6 +221,7 @@ def variant_runs(a):
     base = {"K": T, "beta": 0.01}
     return [
         ("word by word", "hdp-pcsvb0", dict(base)),
+        ("alpha over the corpus", "hdp-pcsvb0", dict(base, alpha_update="corpus")),
         ("clumping", "hdp-pcsvb0", dict(base, clumping=True)),
         ("minibatch 16", "hdp-pcsvb0", dict(base, minibatch=16)),
         ("minibatch 16 + clumping", "hdp-pcsvb0", dict(base, minibatch=16, clumping=True)),
@@ -276,6 +277,7 @@ def curve_child(a):
                     "topics_above_1pct": int((w > 0.01).sum()),
                     "alpha": metrics.get("alpha"),
                     "gamma": metrics.get("gamma"),
+                    "topics_per_document": metrics.get("topics_per_document"),
                 }
             )
     print(json.dumps({"rows": rows, "D": c.D, "N": c.N}))
@@ -284,7 +286,8 @@ def curve_child(a):
 def part_curves(a, runs):
     results = []
     env = dict(os.environ, **ONE_CORE)
-    for label, model, opts in runs:
+    seeds = [int(x) for x in a.seeds.split(",")] if a.seeds else [a.seed]
+    for (label, model, opts), seed in ((run, seed) for run in runs for seed in seeds):
         cmd = [
             sys.executable,
             __file__,
@@ -301,22 +304,31 @@ def part_curves(a, runs):
             "--holdout",
             a.holdout,
             "--seed",
-            str(a.seed),
+            str(seed),
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             print(f"{label}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
             continue
         r = json.loads(proc.stdout.strip().splitlines()[-1])
-        r.update(label=label, model=model, options=opts)
+        r.update(label=label, model=model, options=opts, seed=seed)
         results.append(r)
         last = r["rows"][-1]
         print(
-            f"{label:26s} {last['cpu_seconds']:7.1f} CPU s  {r['N'] * a.iterations / last['cpu_seconds'] / 1e6:5.2f} "
-            f"M tokens/CPU s  final perplexity {last['perplexity']:8.1f}  topics>1% {last['topics_above_1pct']}",
+            f"{label:26s} seed {seed} {last['cpu_seconds']:7.1f} CPU s  "
+            f"{r['N'] * a.iterations / last['cpu_seconds'] / 1e6:5.2f} M tokens/CPU s  "
+            f"final perplexity {last['perplexity']:8.1f}  topics>1% {last['topics_above_1pct']}",
             flush=True,
         )
-    if results:
+    if len(seeds) > 1:
+        print(f"\nfinal held-out perplexity over seeds {a.seeds}: mean (min - max), CPU s mean")
+        for label in dict.fromkeys(r["label"] for r in results):
+            final = [r["rows"][-1] for r in results if r["label"] == label]
+            p = np.array([f["perplexity"] for f in final])
+            cpu = np.mean([f["cpu_seconds"] for f in final])
+            spread = p.max() - p.min()
+            print(f"{label:26s} {p.mean():9.1f} ({p.min():.1f} - {p.max():.1f})  spread {spread:6.1f}  {cpu:6.1f}")
+    if results and len(seeds) == 1:
         its = [row["iteration"] for row in results[0]["rows"]]
         print("\nheld-out perplexity against documents seen:")
         print(f"{'iteration':>9s} {'documents':>10s} " + " ".join(f"{r['label']:>12.12s}" for r in results))
@@ -336,6 +348,7 @@ def main():
     p.add_argument("part", choices=["svi", "collapsed", "variants", "curve"])
     p.add_argument("corpus")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seeds", help="collapsed / variants: comma-separated seeds (e.g. 1,2,3,4,5); summary over them")
     p.add_argument("--holdout", default="fraction:0.3")
     p.add_argument("--json", help="Also write the results here.")
     # svi

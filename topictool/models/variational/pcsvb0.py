@@ -27,6 +27,17 @@ then, with E_k = E[1(n_dk >= 1)] = 1 - prod_i (1 - q(z_di = k)) from the final p
 ((B5) uses the gamma before (S3); ``optimize_gamma=false`` skips (S3) and
 ``optimize_alpha=false`` (B6); ``optimize_hyper`` before the rename set both.)
 
+``alpha_update = "corpus"`` replaces (B6), a step toward each document's own ratio, by the
+stochastic form of (S4) (the ratio of the corpus's sums, not a running mean of ratios):
+    E_bar <- (1 - rho^h_t) E_bar + rho^h_t sum_k E_k                                  (B7)
+    alpha solves  alpha sum_d [Psi(n_d + alpha) - Psi(alpha)] = D' E_bar               (B8)
+with D' the non-empty documents and the sum over the corpus's document-length histogram
+(``sticks.alpha_solve_lengths``, Newton from the current alpha). E_bar (the expected topics
+per document) is kept, and reported as ``topics_per_document``, in both modes. The default
+is the paper's (B6): on the movie reviews, ch and state_union both give the same alpha
+trajectory (docs/models/variational.md), because alpha follows the (S4) fixed point of the
+current topics in either form.
+
 Step sizes rho_t = s / (tau + t)^kappa: (s_c, tau_c) = (10, 1000) for n_kw with t the
 number of token updates of n_kw so far; (s_d, tau_d) = (1, 10) for n_dk with t the
 token updates of this document in this visit (burn-in included, from 0);
@@ -69,20 +80,34 @@ Implementation notes.
 import numba
 import numpy as np
 
+from ...errors import InputError
 from . import kernels as kern
 from . import sticks
 from .common import HDP_ALIASES, HDP_DEFAULTS, CollapsedHdpModel
 
+#: option alpha_update: (B7)-(B8), the stochastic form of (S4) over the corpus, or (B6), a step
+#: toward each document's own ratio (the paper's Algorithm)
+ALPHA_UPDATES = ("corpus", "document")
+
 # ----------------------------------------------------------------------------
 # kernels
 
-# hyper = [alpha, gamma, gbar]: the kernels update it in place.
+# hyper = [alpha, gamma, gbar, E_bar]: the kernels update it in place.
+
+# Newton's method for (S4) over the length histogram: relative tolerance and step cap (warm started
+# from the current alpha, it takes 2-3 steps).
+ALPHA_TOL = 1e-10
+ALPHA_ITERS = 50
 
 
-# After a document (or a minibatch): re-order, (B4)-(B5) with the mean E_k (E_mean), (S3), (B6) with
-# the target alpha_target (skipped if <= 0), (S1).
+# After a document (or a minibatch): re-order, (B4)-(B5) with the mean E_k (E_mean), (S3), then alpha:
+# (B6) with the target alpha_target (skipped if <= 0), or (B7)-(B8) with E_doc, the mean of sum_k E_dk
+# over the minibatch's documents; (S1).
 @numba.njit(cache=True, nogil=True)
-def _sticks_step(n_k, order, u, v, pi, hyper, E_mean, alpha_target, D_total, rho, opt_alpha, opt_gamma, reorder):
+def _sticks_step(
+    n_k, order, u, v, pi, hyper, E_mean, alpha_target, E_doc, D_total, rho, opt_alpha, opt_gamma, reorder,
+    alpha_corpus, len_values, len_counts, n_docs,
+):  # fmt: skip
     K = u.shape[0]
     if reorder:
         sticks.order_by_size(n_k, order)
@@ -92,7 +117,17 @@ def _sticks_step(n_k, order, u, v, pi, hyper, E_mean, alpha_target, D_total, rho
     sticks.stick_v(order, u, hyper[2], v)
     if opt_gamma:
         hyper[1] = sticks.gamma_update(order, u, v, hyper[1])  # (S3)
-    if opt_alpha and alpha_target > 0.0:  # (B6)
+    if not hyper[3] > 0.0:  # unknown (a checkpoint of state version 2): the value alpha implies
+        s = 0.0
+        for j in range(len_values.shape[0]):
+            s += len_counts[j] * sticks.alpha_denominator(hyper[0], len_values[j])
+        hyper[3] = hyper[0] * s / n_docs
+    hyper[3] = (1.0 - rho) * hyper[3] + rho * E_doc  # (B7)
+    if opt_alpha and alpha_corpus:  # (B8)
+        hyper[0] = sticks.alpha_solve_lengths(
+            len_values, len_counts, n_docs * hyper[3], hyper[0], ALPHA_ITERS, ALPHA_TOL
+        )  # fmt: skip
+    elif opt_alpha and alpha_target > 0.0:  # (B6)
         a = (1.0 - rho) * hyper[0] + rho * alpha_target
         hyper[0] = min(max(a, sticks.HYPER_MIN), sticks.HYPER_MAX)
     sticks.stick_weights(order, u, v, pi)  # (S1)
@@ -168,7 +203,7 @@ def _document(
 def _pcsvb0_pass(
     doc_ptr, word_ids, counts, doc_len, order, minibatch, n_dk, nkw, nk, scale, acc, acc_k, mark, touched,
     stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa, t_c, t_h, burn_in,
-    clumping, optimize_alpha, optimize_gamma, reorder,
+    clumping, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts,
 ):  # fmt: skip
     K = nkw.shape[1]
     D = order.shape[0]
@@ -178,6 +213,9 @@ def _pcsvb0_pass(
     api = np.empty(K, dtype=np.float64)
     prod = np.empty(K, dtype=np.float64)
     E_mean = np.empty(K, dtype=np.float64)
+    n_docs = 0.0  # the corpus's non-empty documents
+    for j in range(len_counts.shape[0]):
+        n_docs += len_counts[j]
     for lo in range(0, D, M):
         hi = min(lo + M, D)
         for k in range(K):
@@ -203,7 +241,8 @@ def _pcsvb0_pass(
                 e = 1.0 - prod[k]  # E_k
                 E_mean[k] += e
                 E_total += e
-            psi_total += sticks.alpha_denominator(hyper[0], n_d)
+            if not alpha_corpus:
+                psi_total += sticks.alpha_denominator(hyper[0], n_d)
         if docs == 0:
             continue
         if batch:  # (B3) with the minibatch's statistics: n <- (1 - rho) n + rho N/|M| sum q 1[w]
@@ -213,9 +252,10 @@ def _pcsvb0_pass(
         for k in range(K):
             E_mean[k] /= docs
         rho = kern.step_size(s_h, tau_h, kappa, t_h)
+        target = E_total / psi_total if psi_total > 0.0 else 0.0
         _sticks_step(
-            nk, stick_order, u, v, pi, hyper, E_mean, E_total / psi_total, D_total, rho, optimize_alpha,
-            optimize_gamma, reorder,
+            nk, stick_order, u, v, pi, hyper, E_mean, target, E_total / docs, D_total, rho, optimize_alpha,
+            optimize_gamma, reorder, alpha_corpus, len_values, len_counts, n_docs,
         )  # fmt: skip
         t_h += 1
     return scale, t_c, t_h
@@ -241,10 +281,14 @@ class HdpPcsvb0(CollapsedHdpModel):
         "kappa": 0.9,
         "minibatch": 0,
         "burn_in": 0,
+        "alpha_update": "document",
     }
     aliases = HDP_ALIASES
+    STATE_VERSION = 3  # 3: E_bar, the running estimate of sum_k E_dk per document (B7)
     state_arrays = ("n_dk", "nkw", "nk", "u", "v", "pi", "order")
-    state_scalars = {"scale": float, "t_c": int, "t_h": int, "alpha": float, "gamma": float, "gbar": float}
+    state_scalars = {
+        "scale": float, "t_c": int, "t_h": int, "alpha": float, "gamma": float, "gbar": float, "E_bar": float,
+    }  # fmt: skip
     lazy_table = ("nkw", "nk", "n_kw")
 
     def allocate(self):
@@ -258,6 +302,8 @@ class HdpPcsvb0(CollapsedHdpModel):
         self.t_c = 0
         self.t_h = 0
         self.gbar = self.gamma
+        self.E_bar = 0.0
+        self._lengths = sticks.length_histogram(self.doc_len)
         rows = W if self.opts["minibatch"] > 0 else 0  # the minibatch statistics
         self._acc = np.zeros((rows, K), dtype=np.float64)
         self._acc_k = np.zeros(K, dtype=np.float64)
@@ -267,11 +313,24 @@ class HdpPcsvb0(CollapsedHdpModel):
     def initialise(self):
         no_q = np.zeros((0, self.K), dtype=np.float32)
         self._start(self.doc_ptr, self.word_ids, self.counts, self.n_dk, self.nkw, self.nk, no_q)
+        self.E_bar = float((self.u - 1.0).sum()) / max(int(self._lengths[1].sum()), 1)  # the start's E_dk
+
+    def check_options(self, opts):
+        super().check_options(opts)
+        if "alpha_update" in opts and opts["alpha_update"] not in ALPHA_UPDATES:
+            raise InputError(f"option alpha_update={opts['alpha_update']!r}: expected corpus or document")
+
+    @classmethod
+    def upgrade_state(cls, arrays, version):
+        arrays = super().upgrade_state(arrays, version)
+        if version < 3 and "E_bar" not in arrays:
+            arrays["E_bar"] = np.float64(0.0)  # unknown: the first update derives it from alpha
+        return arrays
 
     def step(self):
         """One pass over the corpus in random order (word by word, or in minibatches)."""
         o = self.opts
-        hyper = np.array([self.alpha, self.gamma, self.gbar])
+        hyper = np.array([self.alpha, self.gamma, self.gbar, self.E_bar])
         self.scale, self.t_c, self.t_h = _pcsvb0_pass(
             *self._documents(),
             self._epoch_order(),
@@ -296,12 +355,15 @@ class HdpPcsvb0(CollapsedHdpModel):
             self.t_c,
             self.t_h,
             *(o[k] for k in ("burn_in", "clumping", "optimize_alpha", "optimize_gamma", "reorder")),
+            o["alpha_update"] == "corpus",
+            *self._lengths,
         )
-        self.alpha, self.gamma, self.gbar = (float(x) for x in hyper)
+        self.alpha, self.gamma, self.gbar, self.E_bar = (float(x) for x in hyper)
         self.iteration += 1
         return self._metrics(
             rho_c=float(kern.step_size(o["s_c"], o["tau_c"], o["kappa"], max(self.t_c - 1, 0))),
             rho_h=float(kern.step_size(o["s_h"], o["tau_h"], o["kappa"], max(self.t_h - 1, 0))),
+            topics_per_document=self.E_bar,
         )
 
     # -- estimates -----------------------------------------------------------------------
