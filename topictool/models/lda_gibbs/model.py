@@ -250,7 +250,7 @@ class LdaGibbs(Model):
         if self.threads > 1:
             self.tw_local[:] = self.tw
             self.n_k_local[:] = self.n_k
-        return {"exchange": how, "tokens_moved": total}
+        return {"exchange": how, "tokens_moved": total, "tokens": self.N_total}
 
     def _global_counts(self, tw, n_k):
         """n_kw and n_k of every rank's tokens (a dense W x K Allreduce, in slices of words)."""

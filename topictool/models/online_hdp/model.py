@@ -540,8 +540,18 @@ class OnlineHdp(_VariationalHdp):
     state_arrays = (*_VariationalHdp.state_arrays, "order")
     state_scalars = dict(_VariationalHdp.state_scalars, cursor=int)
     moves = False
+    # MPI ranks: every rank draws the same minibatches of the whole corpus and does the local step
+    # for the documents it owns; the sufficient statistics are summed over the union of the
+    # minibatch's words and theta is gathered in minibatch order, so that the global step (lambda,
+    # beta*, the hyperparameters) is the same computation on every rank. hdp-online-sm's moves
+    # are made by rank 0 on the gathered minibatch and broadcast. Every state entry is the same on
+    # every rank (rank_state is empty: no per-document state).
+    supports_mpi = True
 
     def allocate(self):
+        self.engine = getattr(self.corpus, "engine", None)
+        if self.engine is not None:  # D: the whole corpus's documents (the order, D/|S|, ...)
+            self.D = int(self.corpus.D_total)
         super().allocate()
         self.order = np.arange(self.D, dtype=np.int64)
         self.cursor = self.D  # the first step shuffles
@@ -581,18 +591,23 @@ class OnlineHdp(_VariationalHdp):
     def step(self):
         started = time.perf_counter()
         o = self.opts
-        mb = Minibatch.of(self.corpus, self._next_minibatch())
-        S, K = mb.S, self.K
+        K = self.K
+        if self.engine is None:
+            mb = Minibatch.of(self.corpus, self._next_minibatch())
+            S = mb.S
+            theta = np.empty((S, K + 1))
+            sstats, phi, doc_elbo, _ = self._local_step(mb, theta, True, keep_phi=self.moves)
+            words, doc_elbo_sum, tokens = mb.words, doc_elbo.sum(), float(mb.cnt.sum())
+        else:
+            mb, theta, sstats, words, doc_elbo_sum, tokens = self._local_on_ranks(self._next_minibatch())
+            S = theta.shape[0]
         scale = self.D / S
-        theta = np.empty((S, K + 1))
-        sstats, phi, doc_elbo, _ = self._local_step(mb, theta, True, keep_phi=self.moves)
 
         # the bound of the model as it met this minibatch (after the local step)
         T = np.empty(K)
         elog_sum = np.empty(K)
         kern.topic_terms(self.lam, self.beta, T, elog_sum)
-        elbo = float(kern.log_stick_prior(self.beta_star, self.gamma)) + T.sum() + scale * doc_elbo.sum()
-        tokens = float(mb.cnt.sum())
+        elbo = float(kern.log_stick_prior(self.beta_star, self.gamma)) + T.sum() + scale * doc_elbo_sum
 
         rho = self.rho()
         n = np.maximum(theta[:, :K] - self.alpha * self.beta_star[:K], 0.0)  # n_jk (theta = alpha beta* + n)
@@ -619,11 +634,13 @@ class OnlineHdp(_VariationalHdp):
         self.alpha, self.gamma, self.beta = alpha, gamma, prior
 
         parts, metrics = (hist, mbstats, bhist, bmb), {}
-        if self.moves:
+        if self.moves and self.engine is None:
             parts, metrics = self._moves(mb, scale, rho, theta, n, beta_new, parts)
+        elif self.moves:
+            parts, metrics = self._moves_on_ranks(mb, scale, rho, theta, n, beta_new, parts)
         hist, mbstats, bhist, bmb = parts
 
-        self.lam = combine(prior, hist, mb.words, mbstats)
+        self.lam = combine(prior, hist, words, mbstats)
         self.K = self.lam.shape[0]
         beta_star = np.maximum(bhist + bmb, BETA_FLOOR)
         self.beta_star = beta_star / beta_star.sum()
@@ -632,13 +649,72 @@ class OnlineHdp(_VariationalHdp):
         self.last_elbo = elbo
         return self._metrics(started, S, elbo, scale * tokens, tokens=int(tokens), rho=rho, **metrics)
 
-    def _moves(self, mb, scale, rho, theta, n, beta_new, parts):
+    def _local_on_ranks(self, docs):
+        """The local step of minibatch ``docs`` (global ids) on MPI ranks: (the whole minibatch on
+        rank 0 for the moves, else None; theta (S, K+1) in minibatch order; the statistics (U, K)
+        summed on the union of the minibatch's words; those words; the bound's document terms;
+        the tokens)."""
+        engine, first = self.engine, int(self.corpus.first_doc)
+        here = (docs >= first) & (docs < first + self.corpus.D)
+        local = Minibatch.of(self.corpus, docs[here] - first)
+        theta_here = np.empty((local.S, self.K + 1))
+        sstats, _, doc_elbo, _ = self._local_step(local, theta_here, True, keep_phi=False)
+        every, _ = engine.allgatherv(local.words)
+        words = np.unique(every)
+        full = np.zeros((len(words), self.K))
+        full[np.searchsorted(words, local.words)] = sstats
+        sstats = engine.sum(full)
+        # theta and the documents' bound terms in minibatch order
+        positions = engine.allgatherv(np.flatnonzero(here))[0]
+        theta = np.empty((len(docs), self.K + 1))
+        theta[positions] = engine.allgatherv(theta_here)[0].reshape(-1, self.K + 1)
+        elbo_terms = np.empty(len(docs))
+        elbo_terms[positions] = engine.allgatherv(doc_elbo)[0]
+        tokens = float(engine.sum(np.array([float(local.cnt.sum())]))[0])
+        mb = self._gather_minibatch(docs, here, local) if self.moves else None
+        return mb, theta, sstats, words, elbo_terms.sum(), tokens
+
+    def _gather_minibatch(self, docs, here, local):
+        """The whole minibatch (Minibatch.of on the whole corpus, as one process makes it) on rank 0."""
+        engine = self.engine
+        parts = [
+            engine.gatherv(a) for a in (np.flatnonzero(here), np.diff(local.ptr), local.words[local.wid], local.cnt)
+        ]
+        if not engine.is_root:
+            return None
+        positions, lengths, word_ids, cnt = (np.concatenate(p) for p in parts)
+        starts = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=starts[1:])
+        order = np.argsort(positions)
+        ptr = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum(lengths[order], out=ptr[1:])
+        take = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in order]) if len(order) else np.zeros(0, int)
+        words, wid = np.unique(word_ids[take], return_inverse=True)
+        return Minibatch(docs, ptr, wid.astype(np.int64), cnt[take], words.astype(np.int64))
+
+    def _moves_on_ranks(self, mb, scale, rho, theta, n, beta_new, parts):
+        """hdp-online-sm's moves on MPI ranks: rank 0 makes them on the whole minibatch and sends
+        the outcome (how every topic's history arose from the old ones, the new minibatch parts,
+        the counts); the other ranks rebuild the history from their own copy."""
+        from .split_merge import rebuild_hist
+
+        engine = self.engine
+        if engine.is_root:
+            outcome = self._moves(mb, scale, rho, theta, n, beta_new, parts, keep_origin=True)
+        else:
+            outcome = None
+        origin, mbstats, bhist, bmb, metrics = engine.bcast(outcome)
+        hist = parts[0] if origin is None else rebuild_hist(origin, parts[0])
+        return (hist, mbstats, bhist, bmb), metrics
+
+    def _moves(self, mb, scale, rho, theta, n, beta_new, parts, keep_origin=False):
         """hdp-online-sm's split and merge moves on the computed update, whose ``parts`` are
         (hist, mbstats, bhist, bmb) (split_merge.run_moves); returns the new parts and the
         moves' counts."""
         o = self.opts
         if self.iteration < o["moves_after"]:
-            return parts, dict.fromkeys(MOVE_COUNTS, 0) | {"moves_delta": 0.0}
+            counts = dict.fromkeys(MOVE_COUNTS, 0) | {"moves_delta": 0.0}
+            return (None, *parts[1:], counts) if keep_origin else (parts, counts)
         hist, mbstats, bhist, bmb = parts
         alpha, prior, K = self.alpha, self.beta, self.K
         # Re-fit the minibatch under the updated globals before judging moves: rounds of the
@@ -673,6 +749,8 @@ class OnlineHdp(_VariationalHdp):
             o["unused_share"],
             o["split_init"],
         )
+        if keep_origin:
+            return state.origin, state.mbstats, state.bhist, state.bmb, counts
         return (state.hist, state.mbstats, state.bhist, state.bmb), counts
 
     def log_likelihood(self):

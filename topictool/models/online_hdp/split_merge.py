@@ -66,6 +66,20 @@ def combine(eta, hist, words, mbstats):
     return lam
 
 
+def rebuild_hist(origin, hist):
+    """The rows ``origin`` (MoveState.origin) describes, from the rows ``hist`` they started as:
+    the same operations in the same order, so the same bits as the moves' own result."""
+
+    def row(o):
+        if o is None:
+            return np.zeros(hist.shape[1])
+        if isinstance(o, tuple):
+            return row(o[1]) + row(o[2])
+        return hist[o]
+
+    return np.array([row(o) for o in origin]).reshape(len(origin), hist.shape[1])
+
+
 def stick_prior(beta, gamma):
     """log p(v* | gamma) of the sticks of beta* (online_hdp.log_stick_prior_and_grad)."""
     return float(kern.log_stick_prior(beta, float(gamma)))
@@ -127,6 +141,10 @@ class MoveState:
         self.hist, self.mbstats, self.bhist, self.bmb = (parts[k] for k in ("hist", "mbstats", "bhist", "bmb"))
         self.phi, self.theta = phi, theta
         self.ids = list(range(self.hist.shape[0]))  # stable names of the topics while indices shift
+        # how each row of hist came from the rows it started with: an index, None (a zero row: a
+        # split's new topic) or ("+", left, right) (a merge, added in that order); MPI ranks other
+        # than rank 0 rebuild hist from it (``rebuild_hist``) instead of receiving K x W numbers
+        self.origin = list(range(self.hist.shape[0]))
         its, local_its, tol = iterations
         self.split_iterations, self.split_local_iterations, self.local_tol = int(its), int(local_its), float(tol)
         self._refresh()
@@ -394,6 +412,7 @@ class MoveState:
         self.bhist, self.bmb = self.bhist[keep1], self.bmb[keep1]
         self.phi, self.theta = self.phi[:, keep], self.theta[:, keep1]
         self.ids = [self.ids[k] for k in keep]
+        self.origin = [self.origin[k] for k in keep]
         self._refresh()
         return int(len(empty))
 
@@ -487,6 +506,7 @@ class MoveState:
         K = self.K
         self._rewrite(p.arrays, k, lambda v: v[0], lambda arr, v, axis: np.insert(arr, K, v[1], axis=axis))
         self.ids = self.ids + [max(self.ids) + 1]
+        self.origin = self.origin + [None]
         return (self.ids[k], self.ids[K])
 
     def _apply_merge(self, p):
@@ -495,6 +515,8 @@ class MoveState:
         self._rewrite(p.arrays, a, lambda v: v, lambda arr, v, axis: np.delete(arr, b, axis=axis))
         keep = self.ids[a]
         self.ids = self.ids[:b] + self.ids[b + 1 :]
+        self.origin[a] = ("+", self.origin[a], self.origin[b])
+        self.origin = self.origin[:b] + self.origin[b + 1 :]
         return (keep,)
 
     def arrays(self):

@@ -46,6 +46,13 @@ Implementation notes.
   update count at 1, which is tau = learning_offset + 1.
 - One ``step()`` is one pass over the corpus in random order, in minibatches of
   ``minibatch`` documents (step_unit "pass"; t counts minibatches over the whole run).
+- MPI ranks (``train --engine mpi``): every rank holds lambda and draws the same document order
+  of the whole corpus (stream 0, the same on every rank); each minibatch is split among the ranks
+  by who owns its documents, each rank runs the local step on its own (gamma_d is per rank, and a
+  rank's cold starts draw from its own stream), the sufficient statistics are summed over the
+  union of the minibatch's words (in rank order: the same bits on every rank), and every rank
+  then does the same global step. The result depends on the number of ranks (the sums' order,
+  the cold starts' streams), never on timing.
 - No fastmath anywhere: with it, LLVM reassociated the local step's single-precision sums
   (vectorised with the CPU target's width, and differently in a fresh compilation than in
   numba's cached copy), so the same seed gave other models on a cold cache, a warm cache
@@ -60,6 +67,7 @@ import numba
 import numpy as np
 
 from ...kernels.rng import gamma as gamma_draw
+from ...kernels.rng import make_streams, shuffle
 from ..base import POSITIVE_INT
 from . import kernels as kern
 from .common import VariationalModel
@@ -132,6 +140,100 @@ def _local_step(loc, cnt, ebT, eb, g, alpha, max_iters, tol, sstats, et, s, phin
     return it
 
 
+# The local step (L1)-(L2) of one minibatch: the documents ``docs`` (local indices, in order), each
+# started from gamma_dk (warm) or from Gamma(100, 1/100) draws of stream ``row``; returns the
+# minibatch's distinct words (first-seen order), their sufficient statistics sum_d n_dw phi_dwk
+# (n_local, K) and the local iterations done. ``mark`` (W, all -1) is left as it came.
+@numba.njit(cache=True, nogil=True)
+def _minibatch_local(
+    doc_ptr, word_ids, counts, docs, lam_wk, lam_k, scale, gamma_dk, warm, alpha, beta, max_iters, tol, rng, row, mark
+):
+    W, K = lam_wk.shape
+    et = np.empty(K, dtype=np.float32)
+    s = np.empty(K, dtype=np.float32)
+    g = np.empty(K, dtype=np.float64)
+    iters = 0
+    # the minibatch's distinct words -> local index
+    n_local = 0
+    max_len = 0
+    for b in range(docs.shape[0]):
+        d = docs[b]
+        max_len = max(max_len, doc_ptr[d + 1] - doc_ptr[d])
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            w = word_ids[i]
+            if mark[w] < 0:
+                mark[w] = n_local
+                n_local += 1
+    words = np.empty(n_local, dtype=np.int64)
+    for b in range(docs.shape[0]):
+        d = docs[b]
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            words[mark[word_ids[i]]] = word_ids[i]
+    # exp{E[log beta_kw]} = exp{Psi(lambda_kw) - Psi(sum_w lambda_kw)} for the minibatch's words
+    inv_sum = np.empty(K, dtype=np.float64)
+    for k in range(K):
+        inv_sum[k] = 1.0 / kern.exp_digamma(W * beta + scale * lam_k[k])
+    # Each word's row is divided by its largest entry: a per-word factor cancels in (L1)-(L2), and
+    # the single-precision copy then neither underflows nor holds denormals.
+    eb = np.empty((n_local, K), dtype=np.float32)
+    rw = np.empty(K, dtype=np.float64)
+    for j in range(n_local):
+        w = words[j]
+        top = 0.0
+        for k in range(K):
+            rw[k] = kern.exp_digamma(beta + scale * lam_wk[w, k]) * inv_sum[k]
+            top = max(top, rw[k])
+        inv_top = 1.0 / top if top > 0.0 else 1.0
+        for k in range(K):
+            x = rw[k] * inv_top
+            eb[j, k] = x if x > 1e-30 else 0.0
+    sstats = np.zeros((n_local, K), dtype=np.float64)
+    loc = np.empty(max_len, dtype=np.int64)
+    cnt = np.empty(max_len, dtype=np.float32)
+    phinorm = np.empty(max_len, dtype=np.float32)
+    r = np.empty(max_len, dtype=np.float32)
+    ebT_buf = np.empty(K * max_len, dtype=np.float32)
+    for b in range(docs.shape[0]):
+        d = docs[b]
+        n = doc_ptr[d + 1] - doc_ptr[d]
+        ebT = ebT_buf[: K * n].reshape((K, n))  # C-contiguous (K, n)
+        for i in range(n):
+            j = mark[word_ids[doc_ptr[d] + i]]
+            loc[i] = j
+            cnt[i] = counts[doc_ptr[d] + i]
+            for k in range(K):
+                ebT[k, i] = eb[j, k]
+        if warm:
+            for k in range(K):
+                g[k] = gamma_dk[d, k]
+        else:
+            for k in range(K):
+                g[k] = gamma_draw(rng, row, 100.0) / 100.0
+        if n > 0:
+            iters += _local_step(loc[:n], cnt[:n], ebT, eb, g, alpha, max_iters, tol, sstats, et, s, phinorm[:n], r[:n])
+        for k in range(K):
+            gamma_dk[d, k] = g[k]
+    for j in range(n_local):
+        mark[words[j]] = -1
+    return words, sstats, iters
+
+
+# (G1)-(G2): lambda - beta <- (1 - rho)(lambda - beta) + rho D/|M| sstats, on the words of sstats'
+# rows; returns the new scale.
+@numba.njit(cache=True, nogil=True)
+def _global_step(lam_wk, lam_k, scale, words, sstats, rho, D_total, size):
+    K = lam_wk.shape[1]
+    scale = kern.decay_scaled(lam_wk, lam_k, scale, rho)
+    f = rho * D_total / size / scale
+    for j in range(words.shape[0]):
+        w = words[j]
+        for k in range(K):
+            x = f * sstats[j, k]
+            lam_wk[w, k] += x
+            lam_k[k] += x
+    return scale
+
+
 # One pass of SVI (L1)-(L2), (G1)-(G2) over the documents in ``order``; lambda - beta = scale * lam_wk,
 # lam_k[k] = sum_w lam_wk[w, k]. Returns (scale, t, local iterations done).
 @numba.njit(cache=True, nogil=True)
@@ -157,87 +259,31 @@ def _svi_pass(
     rng,
     mark,
 ):
-    W, K = lam_wk.shape
     D = order.shape[0]
-    et = np.empty(K, dtype=np.float32)
-    s = np.empty(K, dtype=np.float32)
-    g = np.empty(K, dtype=np.float64)
     iters = 0
     for lo in range(0, D, minibatch):
         hi = min(lo + minibatch, D)
-        # the minibatch's distinct words -> local index
-        n_local = 0
-        max_len = 0
-        for b in range(lo, hi):
-            d = order[b]
-            max_len = max(max_len, doc_ptr[d + 1] - doc_ptr[d])
-            for i in range(doc_ptr[d], doc_ptr[d + 1]):
-                w = word_ids[i]
-                if mark[w] < 0:
-                    mark[w] = n_local
-                    n_local += 1
-        words = np.empty(n_local, dtype=np.int64)
-        for b in range(lo, hi):
-            d = order[b]
-            for i in range(doc_ptr[d], doc_ptr[d + 1]):
-                words[mark[word_ids[i]]] = word_ids[i]
-        # exp{E[log beta_kw]} = exp{Psi(lambda_kw) - Psi(sum_w lambda_kw)} for the minibatch's words
-        inv_sum = np.empty(K, dtype=np.float64)
-        for k in range(K):
-            inv_sum[k] = 1.0 / kern.exp_digamma(W * beta + scale * lam_k[k])
-        # Each word's row is divided by its largest entry: a per-word factor cancels in (L1)-(L2), and
-        # the single-precision copy then neither underflows nor holds denormals.
-        eb = np.empty((n_local, K), dtype=np.float32)
-        row = np.empty(K, dtype=np.float64)
-        for j in range(n_local):
-            w = words[j]
-            top = 0.0
-            for k in range(K):
-                row[k] = kern.exp_digamma(beta + scale * lam_wk[w, k]) * inv_sum[k]
-                top = max(top, row[k])
-            inv_top = 1.0 / top if top > 0.0 else 1.0
-            for k in range(K):
-                x = row[k] * inv_top
-                eb[j, k] = x if x > 1e-30 else 0.0
-        sstats = np.zeros((n_local, K), dtype=np.float64)
-        loc = np.empty(max_len, dtype=np.int64)
-        cnt = np.empty(max_len, dtype=np.float32)
-        phinorm = np.empty(max_len, dtype=np.float32)
-        r = np.empty(max_len, dtype=np.float32)
-        ebT_buf = np.empty(K * max_len, dtype=np.float32)
-        for b in range(lo, hi):
-            d = order[b]
-            n = doc_ptr[d + 1] - doc_ptr[d]
-            ebT = ebT_buf[: K * n].reshape((K, n))  # C-contiguous (K, n)
-            for i in range(n):
-                j = mark[word_ids[doc_ptr[d] + i]]
-                loc[i] = j
-                cnt[i] = counts[doc_ptr[d] + i]
-                for k in range(K):
-                    ebT[k, i] = eb[j, k]
-            if warm:
-                for k in range(K):
-                    g[k] = gamma_dk[d, k]
-            else:
-                for k in range(K):
-                    g[k] = gamma_draw(rng, 0, 100.0) / 100.0
-            if n > 0:
-                iters += _local_step(
-                    loc[:n], cnt[:n], ebT, eb, g, alpha, max_iters, tol, sstats, et, s, phinorm[:n], r[:n]
-                )
-            for k in range(K):
-                gamma_dk[d, k] = g[k]
-        # (G1)-(G2): lambda - beta <- (1 - rho)(lambda - beta) + rho D/|M| sstats
+        words, sstats, it = _minibatch_local(
+            doc_ptr,
+            word_ids,
+            counts,
+            order[lo:hi],
+            lam_wk,
+            lam_k,
+            scale,
+            gamma_dk,
+            warm,
+            alpha,
+            beta,
+            max_iters,
+            tol,
+            rng,
+            0,
+            mark,
+        )
+        iters += it
         rho = kern.step_size(1.0, tau, kappa, t)
-        scale = kern.decay_scaled(lam_wk, lam_k, scale, rho)
-        f = rho * D_total / (hi - lo) / scale
-        for j in range(n_local):
-            w = words[j]
-            for k in range(K):
-                x = f * sstats[j, k]
-                lam_wk[w, k] += x
-                lam_k[k] += x
-            mark[w] = -1
+        scale = _global_step(lam_wk, lam_k, scale, words, sstats, rho, D_total, hi - lo)
         t += 1
     return scale, t, iters
 
@@ -266,6 +312,8 @@ class LdaSvi(VariationalModel):
     }
     limits = {**VariationalModel.limits, "minibatch": POSITIVE_INT}
     aliases = {"eta": "beta", "tau0": "tau", "max_local_iters": "local_iterations"}
+    supports_mpi = True  # minibatches split among the ranks (module docstring)
+    rank_state = ("gamma_dk", "rng")
     state_arrays = ("lam_wk", "lam_k", "gamma_dk")
     state_scalars = {"scale": float, "t": int}
     lazy_table = ("lam_wk", "lam_k", "lambda")
@@ -279,15 +327,26 @@ class LdaSvi(VariationalModel):
         self.scale = 1.0
         self.t = 0
         self._mark = np.full(W, -1, dtype=np.int64)
+        self.engine = getattr(self.corpus, "engine", None)
+
+    def rng_streams(self):
+        # MPI: row 0 the same on every rank (lambda's start, the document order), row 1 the rank's own
+        return 1 if getattr(self, "engine", None) is None else 2
 
     def initialise(self):
         # lambda = beta + Gamma(100, 1/100) (onlineldavb); gamma_d likewise.
+        own = 0
+        if self.engine is not None:
+            self.rng = make_streams(self.seed, 1 + self.engine.size)[[0, 1 + self.engine.rank]].copy()
+            own = 1
         _random_gamma_rows(self.lam_wk, self.rng, 0)
         self.lam_k[:] = self.lam_wk.sum(axis=0)
-        _random_gamma_rows(self.gamma_dk, self.rng, 0)
+        _random_gamma_rows(self.gamma_dk, self.rng, own)
 
     def step(self):
         """One pass over the corpus in random order, in minibatches of ``minibatch`` documents."""
+        if self.engine is not None:
+            return self._step_ranks()
         o = self.opts
         order = self._epoch_order()
         rho_first = kern.step_size(1.0, o["tau"], o["kappa"], self.t)
@@ -318,7 +377,59 @@ class LdaSvi(VariationalModel):
             mean_local_iterations=float(iters) / max(self.D, 1),
         )
 
+    def _step_ranks(self):
+        """step() on MPI ranks (module docstring)."""
+        o, engine = self.opts, self.engine
+        D_total, first = int(self.corpus.D_total), int(self.corpus.first_doc)
+        order = np.arange(D_total, dtype=np.int64)
+        shuffle(order, self.rng, 0)
+        warm = self.iteration >= o["cold_passes"]
+        alpha, beta, tau, kappa = (float(o[k]) for k in ("alpha", "beta", "tau", "kappa"))
+        rho_first = kern.step_size(1.0, tau, kappa, self.t)
+        iters = 0
+        for lo in range(0, D_total, o["minibatch"]):
+            hi = min(lo + o["minibatch"], D_total)
+            docs = order[lo:hi]
+            mine = docs[(docs >= first) & (docs < first + self.D)] - first
+            words, sstats, it = _minibatch_local(
+                self.doc_ptr, self.word_ids, self.counts, mine, self.lam_wk, self.lam_k, self.scale, self.gamma_dk,
+                warm, alpha, beta, o["local_iterations"], float(o["local_tol"]), self.rng, 1, self._mark
+            )  # fmt: skip
+            iters += it
+            # the minibatch's words over every rank, sorted; the statistics summed on them
+            every, _ = engine.allgatherv(np.sort(words))
+            union = np.unique(every)
+            full = np.zeros((len(union), self.K))
+            full[np.searchsorted(union, words)] = sstats
+            full = engine.sum(full)
+            rho = kern.step_size(1.0, tau, kappa, self.t)
+            self.scale = _global_step(self.lam_wk, self.lam_k, self.scale, union, full, rho, float(D_total), hi - lo)
+            self.t += 1
+        self.iteration += 1
+        iters = int(engine.sum(np.array([iters], dtype=np.int64))[0])
+        return {
+            "documents_seen": self.iteration * D_total,
+            "minibatches": self.t,
+            "rho_first": float(rho_first),
+            "rho_last": float(kern.step_size(1.0, tau, kappa, self.t - 1)),
+            "mean_local_iterations": float(iters) / max(D_total, 1),
+            "tokens": int(self.corpus.N_total),
+        }
+
+    def log_likelihood(self):
+        ll = super().log_likelihood()
+        if self.engine is not None:  # every rank's documents
+            ll = float(self.engine.sum(np.array([ll]))[0])
+        return ll
+
     # -- estimates -----------------------------------------------------------------------
+
+    def snapshot(self):
+        snap = super().snapshot()
+        if self.engine is not None:  # the whole corpus's figures, not this rank's
+            D, N = int(self.corpus.D_total), int(self.corpus.N_total)
+            snap.meta.update(documents_seen=self.iteration * D, tokens=N)
+        return snap
 
     def topic_word(self):
         """E_q[phi] = lambda / sum_w lambda, as (K, W)."""
