@@ -374,6 +374,71 @@ def test_a_broken_page_is_caught(bars, chromium, tmp_path):
     assert any("nope" in e for e in dom.errors) and dom.terms == []
 
 
+HARNESS = """<!DOCTYPE html><html><body><pre id="out"></pre>
+<iframe id="f" src="report.html#topic=3&lambda=0.6" width="1200" height="900"></iframe>
+<script>
+var f = document.getElementById("f"), out = [];
+function later(fn) { setTimeout(fn, 50); }
+f.addEventListener("load", function () {
+  var w = f.contentWindow, d = f.contentDocument;
+  function note(what) {
+    out.push({what: what, hash: w.location.hash, history: w.history.length,
+              terms: Array.from(d.querySelectorAll("#terms .term")).map(function (e) { return e.textContent; }),
+              rows: Array.from(d.querySelectorAll("tbody tr")).map(function (r) { return r.dataset.topic; }),
+              errors: d.getElementById("errors").textContent});
+  }
+  note("start");
+  var slider = d.getElementById("lambda");
+  later(function () {  // after the load event: a fragment set now would replace the entry anyway
+  slider.value = "0.2";
+  slider.dispatchEvent(new Event("input"));
+  later(function () {
+    note("slider");
+    d.querySelector('circle[data-topic="5"]').dispatchEvent(new MouseEvent("click", {bubbles: true}));
+    later(function () {
+      note("circle");
+      d.querySelector('tr[data-topic="9"]').click();
+      later(function () {
+        note("row");
+        d.getElementById("map-background").dispatchEvent(new MouseEvent("click", {bubbles: true}));
+        later(function () {
+          note("background");
+          d.querySelectorAll("table.topics th")[1].click();
+          note("sorted");
+          document.getElementById("out").textContent = JSON.stringify(out);
+        });
+      });
+    });
+  });
+  });
+});
+</script></body></html>
+"""
+
+
+def test_the_slider_circles_rows_and_headers_drive_the_fragment(bars, chromium, tmp_path):
+    shutil.copy(bars / "report.html", tmp_path / "report.html")
+    (tmp_path / "harness.html").write_text(HARNESS, encoding="utf-8")
+    out, err = browse(chromium, tmp_path, (tmp_path / "harness.html").as_uri(), "--allow-file-access-from-files",
+                      "--dump-dom")  # fmt: skip
+    text = out[out.index('<pre id="out">') + len('<pre id="out">') : out.index("</pre>")]
+    steps = {s["what"]: s for s in json.loads(html.unescape(text))}
+    snap = Snapshot.load(bars / "run" / "model.npz")
+    data = page_data(bars / "report.html")
+    assert steps["slider"]["hash"] == "#topic=3&lambda=0.2" and steps["slider"]["terms"] == python_ranking(snap, 3, 0.2)
+    assert steps["circle"]["hash"] == "#topic=5&lambda=0.2" and steps["circle"]["terms"] == python_ranking(snap, 5, 0.2)
+    assert steps["row"]["hash"] == "#topic=9&lambda=0.2" and steps["row"]["terms"] == python_ranking(snap, 9, 0.2)
+    assert steps["background"]["hash"] == "#lambda=0.2"
+    assert steps["background"]["terms"] == [data["terms"][i] for i in data["default"]]
+    # the slider replaced its history entry, each selection added one
+    assert steps["start"]["hash"] == "#topic=3&lambda=0.6" and steps["start"]["terms"] == python_ranking(snap, 3, 0.6)
+    assert steps["slider"]["history"] == steps["start"]["history"]
+    assert steps["circle"]["history"] == steps["slider"]["history"] + 1
+    by_prevalence = np.lexsort((np.arange(20), -np.asarray(data["prevalence"])))
+    assert steps["sorted"]["rows"] == [str(k) for k in by_prevalence]
+    assert all(s["errors"] == "" for s in steps.values()) and console_lines(err) == []
+
+
 def test_words_with_markup_or_addresses_are_shown_as_written(chromium, tmp_path):
     words = ("<script>", "a&b", "http://x.org", 'say "hi"', "</script>", "plain", "über", "x<y")
     rng = np.random.default_rng(4)

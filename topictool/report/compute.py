@@ -93,15 +93,17 @@ def saliency(phi, topic_weight):
 
 
 def jsd_matrix(phi):
-    """(K, K) Jensen-Shannon divergences between the rows of phi (natural log)."""
-    from scipy.special import rel_entr
+    """(K, K) Jensen-Shannon divergences between the rows of phi (natural log), as
+    H(m) - (H(p) + H(q)) / 2 with m = (p + q) / 2 (one logarithm per word and pair)."""
+    from scipy.special import xlogy
 
     phi = np.asarray(phi, dtype=np.float64)
     K = phi.shape[0]
+    ent = -xlogy(phi, phi).sum(axis=1)
     out = np.zeros((K, K))
     for i in range(K - 1):
         m = 0.5 * (phi[i][None, :] + phi[i + 1 :])
-        d = 0.5 * (rel_entr(phi[i][None, :], m).sum(axis=1) + rel_entr(phi[i + 1 :], m).sum(axis=1))
+        d = -xlogy(m, m).sum(axis=1) - 0.5 * (ent[i] + ent[i + 1 :])
         out[i, i + 1 :] = out[i + 1 :, i] = np.maximum(d, 0.0)
     return out
 

@@ -60,11 +60,13 @@
     state.lambda = isFinite(l) ? snapLambda(l) : 1;
   }
 
-  function writeHash(topic, lambda) {
+  function writeHash(topic, lambda, replace) {
     var parts = [];
     if (topic !== null) parts.push("topic=" + topic);
     parts.push("lambda=" + lambda);
-    location.hash = parts.join("&");  // the hashchange listener renders
+    var hash = "#" + parts.join("&");  // the hashchange listener renders
+    if (replace) location.replace(hash);  // the slider: no history entry per step
+    else location.hash = hash;  // a topic: the Back button returns to the previous one
   }
 
   function select(topic) {
@@ -203,7 +205,7 @@
   });
 
   document.getElementById("lambda").addEventListener("input", function (e) {
-    writeHash(state.topic, snapLambda(parseFloat(e.target.value)));
+    writeHash(state.topic, snapLambda(parseFloat(e.target.value)), true);
   });
   window.addEventListener("hashchange", render);
 
