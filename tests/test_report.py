@@ -176,6 +176,24 @@ def test_top_documents_are_the_largest_proportions(bars):
             bars / "run" / "model.npz").doc_topic_matrix()[expect, k]]  # fmt: skip
 
 
+def test_top_documents_a_chunk_at_a_time_equal_the_whole_table():
+    from topictool.doc_topics import proportions_from_counts
+    from topictool.report.page import top_documents_of_counts
+    from topictool.snapshot import doc_topic_csr
+
+    rng = np.random.default_rng(2)
+    counts = rng.poisson(0.7, size=(53, 4)) * (rng.random((53, 4)) < 0.6)
+    counts[5] = 0  # an empty document
+    counts[10:14] = counts[20]  # exact ties
+    alpha = np.array([0.1, 0.5, 0.2, 0.05])
+    theta = proportions_from_counts(counts, alpha)
+    for chunk in (1, 7, 1000):
+        best = top_documents_of_counts(doc_topic_csr(dense=counts), alpha, 6, chunk)
+        for k in range(4):
+            expect = np.lexsort((np.arange(53), -theta[:, k]))[:6]
+            assert best[k][1].tolist() == expect.tolist() and np.array_equal(best[k][0], theta[expect, k])
+
+
 def test_curves_of_a_nonparametric_run_show_the_topics_in_use(tmp_path):
     rows = [{"iteration": i, "log_likelihood": -1000.0 + i, "active_topics": 30 - i, "tokens_per_s": 5e6}
             for i in range(1, 11)]  # fmt: skip

@@ -76,32 +76,77 @@ def is_nonparametric(snapshot):
 # the parts
 
 
-def top_documents(model, K, top, corpus=None):
+def _merge_best(best, values, docs, top):
+    """Per topic the ``top`` (value, doc) pairs of ``best`` and the new candidates, by value then doc."""
+    out = []
+    for k in range(len(values)):
+        v = np.concatenate([best[k][0], values[k]])
+        d = np.concatenate([best[k][1], docs[k]])
+        order = np.lexsort((d, -v))[:top]
+        out.append((v[order], d[order]))
+    return out
+
+
+def top_documents_of_counts(csr, alpha, top, chunk=65536):
+    """Per topic the ``top`` documents by proportion (n_dk + alpha_k) / (n_d + sum alpha), ties by
+    index, from CSR topic counts, a chunk of documents at a time (never D x K at once): a list
+    of (proportions, document indices)."""
+    from ..doc_topics import proportions_from_counts
+
+    ptr, topic, count = (np.asarray(a) for a in csr)
+    D, K = len(ptr) - 1, len(alpha)
+    best = [(np.zeros(0), np.zeros(0, dtype=np.int64)) for _ in range(K)]
+    for start in range(0, D, chunk):
+        stop = min(D, start + chunk)
+        dense = np.zeros((stop - start, K), dtype=np.int64)
+        lo, hi = ptr[start], ptr[stop]
+        dense[np.repeat(np.arange(stop - start), np.diff(ptr[start : stop + 1])), topic[lo:hi]] = count[lo:hi]
+        theta = proportions_from_counts(dense, alpha)
+        ids = compute.top_word_ids(np.ascontiguousarray(theta.T), top)
+        best = _merge_best(best, [theta[ids[k], k] for k in range(K)], [ids[k] + start for k in range(K)], top)
+    return best
+
+
+def top_documents(model, snapshot, top, corpus=None):
     """({"names", "top"} or None, note): per topic its ``top`` documents by proportion, each
-    [name index, proportion, tokens of the topic or None]."""
+    [name index, proportion, tokens of the topic or None]: from a Gibbs snapshot's counts, else
+    from export.training_doc_topics (a variational run's checkpoint)."""
     from ..corpus.prepared import read_names
-    from ..export import training_doc_topics
+    from ..export import document_names, training_doc_topics
 
     if top <= 0:
         return None, "Top documents were not asked for (--top-docs 0)."
-    try:
-        theta, csr, names = training_doc_topics(model)
-    except InputError as e:
-        return None, f"No document-topic figures for this model: {e}."
-    if corpus is not None:
-        names = read_names(corpus, "train", len(theta)) or names
+    K = snapshot.K
     counts = None
-    if csr is not None:
-        ptr, topic, count = csr
-        counts = np.zeros(theta.shape, dtype=np.int64)
-        counts[np.repeat(np.arange(len(ptr) - 1), np.diff(ptr)), topic] = count
+    if snapshot.doc_topics is not None:
+        alpha = np.asarray(snapshot.alpha, dtype=np.float64)
+        best = top_documents_of_counts(snapshot.doc_topics, alpha, top)
+        ptr, topic, count = snapshot.doc_topics
+        D = len(ptr) - 1
+        names = document_names(snapshot, D)
+
+        def tokens(d, k):
+            row = slice(ptr[d], ptr[d + 1])
+            hit = np.flatnonzero(topic[row] == k)
+            return int(count[row][hit[0]]) if len(hit) else 0
+
+        counts = tokens
+    else:
+        try:
+            theta, _, names = training_doc_topics(model)
+        except InputError as e:
+            return None, f"No document-topic figures for this model: {e}."
+        D = len(theta)
+        ids = compute.top_word_ids(np.ascontiguousarray(theta.T), top)  # by proportion, ties by index
+        best = [(theta[ids[k], k], ids[k]) for k in range(K)]
+    if corpus is not None:
+        names = read_names(corpus, "train", D) or names
     used, out = {}, []
-    best = compute.top_word_ids(np.ascontiguousarray(theta.T), top)  # by proportion, ties by index
     for k in range(K):
         rows = []
-        for d in best[k].tolist():
+        for value, d in zip(best[k][0].tolist(), best[k][1].tolist()):
             i = used.setdefault(d, len(used))
-            rows.append([i, _short(theta[d, k]), None if counts is None else int(counts[d, k])])
+            rows.append([i, _short(value), None if counts is None else counts(d, k)])
         out.append(rows)
     doc_names = [None] * len(used)
     for d, i in used.items():
@@ -245,7 +290,7 @@ def build_report(model, corpus=None, reference=None, measure="npmi", R=30, top_d
     run = model if Path(model).is_dir() else None
     tokens, corpus_path = compute.training_tokens(snapshot, corpus)
     data = report_data(snapshot, tokens, R, lambda_step)
-    docs, note = top_documents(model, snapshot.K, top_docs, corpus)
+    docs, note = top_documents(model, snapshot, top_docs, corpus)
     data["docs"], data["docs_note"] = docs, note
     diag = model_diagnostics(snapshot)
     scores = coherence_scores(model, reference, measure, snapshot.K, window)
