@@ -149,9 +149,13 @@ def write_dfr_browser(model, out, force=False, corpus=None, top=50):
     check_dfr_browser_output(out, force, [model, corpus])
     snap = load_model(model)
     tokens, _ = training_tokens(snap, corpus)
-    theta, csr, names = training_doc_topics(model)
+    if snap.doc_topics is not None:  # a Gibbs model's counts: no dense table needed
+        theta, csr = None, snap.doc_topics
+        names = document_names(snap, len(csr[0]) - 1)
+    else:
+        theta, csr, names = training_doc_topics(model)
     if corpus is not None:
-        names = read_names(corpus, "train", len(theta)) or names
+        names = read_names(corpus, "train", len(names)) or names
     files = browser_files(str(model), snap, theta, csr, names, tokens, top)
     with store.staged_directory(out, force, kind=DFR_BROWSER_KIND, inputs=[model, corpus]) as d:
         for name, data in files.items():
