@@ -25,7 +25,7 @@ from ...errors import InputError
 from ...kernels.special import log_pochhammer, log_rising
 from ...kernels.stirling import StirlingTable, sorted_pairs
 from ...snapshot import Snapshot, doc_topic_csr
-from ..base import DISCOUNT, NONNEGATIVE, PRIOR, Model, doc_topic_counts, effective_topics
+from ..base import DISCOUNT, NONNEGATIVE, PRIOR, Model, Range, doc_topic_counts, effective_topics
 from . import hyper as hp
 from . import sampler as smp
 from .burst import burst_statistics, max_in_document_count, max_slots
@@ -54,6 +54,7 @@ COMMON_DEFAULTS = {
     "sample_hyper_every": 3,  # concentrations (and beta) every this many sweeps; 0 = never
     "sample_discount_every": 11,  # discounts every this many sweeps; 0 = never
     "fix": "",  # comma-separated hyper-parameters to hold fixed (hca's -F)
+    "phi_average": 0,  # the snapshot averages the estimates of the last N sweeps (hca's -lphi); 0 = off
 }
 
 
@@ -76,9 +77,16 @@ class HcaGibbs(Model):
         **{k: DISCOUNT for k in DISCOUNTS},
         "sample_hyper_every": NONNEGATIVE,
         "sample_discount_every": NONNEGATIVE,
+        "phi_average": Range(0, 10000),
     }
     doc_topic_bytes = 4
     STATE_VERSION = 1
+
+    @classmethod
+    def memory_estimate(cls, D, W, N, options, threads=1):
+        """Base's lower bound, plus the two K x W float64 sums of ``phi_average``."""
+        extra = 16 * int(options.get("K", 1)) * W if int(options.get("phi_average", 0) or 0) else 0
+        return super().memory_estimate(D, W, N, options, threads) + extra
 
     def state_array_names(self):
         names = ("z", "t_dk", "hyper")
@@ -86,6 +94,8 @@ class HcaGibbs(Model):
             names += ("t_kw",)
         if self.burst:
             names += ("r", "burst_concentration")
+        if self.phi_average:
+            names += ("phi_sum", "alpha_sum")
         return names
 
     # -- construction -----------------------------------------------------------
@@ -138,6 +148,11 @@ class HcaGibbs(Model):
             "psi": StirlingTable(self.hyper[smp.H_A_PSI], min(64, self.bounds[2]), t_cap=16),
         }
         self._empty_R = np.zeros((1, 1))
+        # phi_average: sums of the estimates over [the previous complete block, the current block]
+        self.phi_average = int(self.opts["phi_average"])
+        blocks = 2 if self.phi_average else 0
+        self.phi_sum = np.zeros((blocks, K, W) if blocks else (0, 0, 0), dtype=np.float64)
+        self.alpha_sum = np.zeros((blocks, K) if blocks else (0, 0), dtype=np.float64)
 
     def initialise(self):
         smp.random_topics(self.z, self.K, self.rng)
@@ -300,7 +315,31 @@ class HcaGibbs(Model):
         metrics.update(self.hyperparameters(summary=True))
         if self.burst:
             metrics["burst_table_fraction"] = float(self.r.sum()) / self.N
+        if self.phi_average:
+            self._accumulate_estimates()
+            metrics["phi_averaged_sweeps"] = self.averaged_sweeps()
         return metrics
+
+    # -- phi_average: the estimates averaged over the last sweeps (hca's -lphi, -lalpha) --------
+
+    def _accumulate_estimates(self):
+        """Adds this sweep's phi and alpha estimates to the current block; a block of
+        ``phi_average`` sweeps, once complete, replaces the previous one."""
+        self.phi_sum[1] += self.phi_estimate()
+        self.alpha_sum[1] += self.hyper[smp.H_B_THETA] * self.alpha_estimate()
+        if self.iteration % self.phi_average == 0:
+            self.phi_sum[0] = self.phi_sum[1]
+            self.alpha_sum[0] = self.alpha_sum[1]
+            self.phi_sum[1] = 0.0
+            self.alpha_sum[1] = 0.0
+
+    def averaged_sweeps(self):
+        """How many sweeps the snapshot's estimates average: the last N = ``phi_average`` at a
+        multiple of N, otherwise the last N plus those since (all of them in the first N)."""
+        n = self.phi_average
+        if not n:
+            return 0
+        return self.iteration if self.iteration < n else n + self.iteration % n
 
     # -- hyper-parameters -----------------------------------------------------------
 
@@ -455,6 +494,12 @@ class HcaGibbs(Model):
 
     def snapshot(self):
         h = self.hyper
+        phi, alpha = self.phi_estimate(), h[smp.H_B_THETA] * self.alpha_estimate()
+        averaged = self.averaged_sweeps()
+        if averaged:
+            phi = self.phi_sum.sum(axis=0) / averaged
+            phi /= phi.sum(axis=1, keepdims=True)
+            alpha = self.alpha_sum.sum(axis=0) / averaged
         meta = {
             "model": self.name,
             "options": dict(self.opts),
@@ -463,10 +508,11 @@ class HcaGibbs(Model):
             "effective_topics": self.effective_topics(),
             "tokens": self.N,
             "threads_used": 1,
+            "phi_averaged_sweeps": averaged,
         }
         return Snapshot(
-            phi=self.phi_estimate(),
-            alpha=h[smp.H_B_THETA] * self.alpha_estimate(),
+            phi=phi,
+            alpha=alpha,
             topic_weight=self.topic_weight(),
             vocab=self.corpus.vocab,
             meta=meta,
