@@ -1,0 +1,240 @@
+#!/usr/bin/env python
+"""hdp-gibbs and nplda-gibbs against Buntine's hca on the same split, the same cycles, one evaluator.
+
+Not a test. For every prepared corpus given, every model (HDP-LDA, NP-LDA) and every seed:
+
+  topictool  trains K topics for --cycles sweeps in a process of its own (one core), with
+             phi_average = --average (the snapshot averages the estimates of the last sweeps);
+             records CPU and wall seconds of training and the process's peak RSS.
+  hca        (only when the environment variable HCA_BINARY names a built hca executable)
+             runs on the LdaC export of the same training split for the same cycles with
+             -lphi,1,BURN and -lalpha,1,BURN (the same last sweeps averaged), its CPU and
+             wall seconds and peak RSS measured by a wrapper process of its own; its phi and
+             alpha are imported (topictool.importers.import_hca). When it runs, topictool is
+             also run for the cycles that fit in hca's CPU time (the equal-time row).
+
+Both models are then scored by the same code, topictool's document completion
+(evaluate/completion.py: every 5th token of a seeded random order held out, Gibbs fold-in with
+phi and alpha fixed, 10 burn-in and 40 samples). The per-corpus table gives the mean
+perplexity over the seeds with its range, the last-sample perplexity (no averaging), seconds
+and memory; --write-doc replaces the table between the markers in docs/models/hca.md.
+
+    python scripts/bench/vs_hca.py /tmp/mv /tmp/ch /tmp/su --seeds 1,2,3,4,5 --json vs_hca.json
+    HCA_BINARY=$HOME/hca/HCA/hca/hca python scripts/bench/vs_hca.py /tmp/mv --write-doc
+
+Without HCA_BINARY the hca rows are skipped with one line saying so (hca is not part of
+topictool and is never downloaded or built by this script). The model flags given to hca are
+those of the same models as topictool's defaults (HCA_FLAGS below): document-side discounts 0
+(hca's bare default is 0.5), a symmetric Dirichlet on the words for HDP-LDA.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _common import ONE_CORE, load, peak_rss_mb
+
+MODELS = {"HDP-LDA": "hdp-gibbs", "NP-LDA": "nplda-gibbs"}
+# hca flags for the models topictool's defaults define (hca's manual, "Different models"; -S sets a
+# hyper-parameter's start value; a discount set to 0 is held at 0 in both programs)
+HCA_FLAGS = {
+    "HDP-LDA": ["-Ahdp", "-Sa=0", "-Sb=10", "-Sb0=10", "-B{beta_total}"],
+    "NP-LDA": ["-Sa=0", "-Sa0=0", "-Sb=10", "-Sb0=10", "-Saw=0.5", "-Sbw=100", "-Saw0=0.5", "-Sbw0=10"],
+}
+DOC = Path(__file__).resolve().parents[2] / "docs" / "models" / "hca.md"
+BEGIN, END = "<!-- vs_hca table: written by scripts/bench/vs_hca.py -->", "<!-- end of the vs_hca table -->"
+
+
+def score(snapshot, test, seed):
+    from topictool.evaluate.completion import document_completion
+
+    return document_completion(snapshot, test, holdout="every:5", burn_in=10, samples=40, seed=seed)["perplexity"]
+
+
+def topictool_worker(a):
+    """One topictool run in this process: prints its figures as one JSON line."""
+    from topictool.models import registry
+
+    train, test = load(a.corpus), load(a.corpus, "test")
+    cls = registry.get(a.model)
+    opts = cls.resolve_options({"K": a.K, "phi_average": a.average})
+    cls(train.subset(np.arange(min(train.D, 10))), opts, a.seed).step()  # compile / load kernels, untimed
+    model = cls(train, opts, a.seed)
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(a.cycles):
+        model.step()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    snap = model.snapshot()
+    averaged = score(snap, test, 1)
+    model.phi_average = 0  # the last sample's own estimates, for the "no averaging" column
+    last = score(model.snapshot(), test, 1)
+    print(
+        json.dumps(
+            {
+                "perplexity": averaged,
+                "perplexity_last_sample": last,
+                "cpu_seconds": cpu,
+                "wall_seconds": wall,
+                "peak_rss_mb": peak_rss_mb(),
+                "cycles": a.cycles,
+                "hyperparameters": model.hyperparameters(summary=True),
+            }
+        )
+    )
+
+
+def run_topictool(corpus, model, seed, a, cycles, average):
+    cmd = [sys.executable, __file__, corpus, "--worker", model, "--seed", str(seed), "--K", str(a.K)]
+    cmd += ["--cycles", str(cycles), "--average", str(average)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **ONE_CORE))
+    if proc.returncode != 0:
+        sys.exit(f"topictool {model} on {corpus} failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# hca in a wrapper process, so that its CPU time and peak RSS are its own
+WRAPPER = (
+    "import json, resource, subprocess, sys, time\n"
+    "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+    "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(json.dumps({'code': p.returncode, 'wall': time.perf_counter() - t, 'cpu': ru.ru_utime + ru.ru_stime,"
+    " 'rss_mb': ru.ru_maxrss / 1024, 'log': (p.stdout + p.stderr)[-3000:]}))\n"
+)
+
+
+def run_hca(binary, corpus, label, seed, a, work):
+    from topictool.corpus.ldac import write_ldac
+    from topictool.importers import import_hca
+
+    train, test = load(corpus), load(corpus, "test")
+    stem = Path(work) / "train"
+    if not Path(f"{stem}.ldac").exists():
+        write_ldac(train, Path(f"{stem}.ldac"))
+        Path(f"{stem}.tokens").write_text("\n".join(train.vocab) + "\n")
+    rep = Path(work) / f"{label}-{seed}"
+    burn = a.cycles - a.average
+    flags = [f.format(beta_total=0.01 * train.W) for f in HCA_FLAGS[label]]
+    cmd = [binary, "-e", f"-K{a.K}", f"-C{a.cycles}", f"-s{seed}", "-fldac", f"-lphi,1,{burn}", f"-lalpha,1,{burn}"]
+    cmd += [*flags, str(stem), str(rep)]
+    proc = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], capture_output=True, text=True)
+    run = json.loads(proc.stdout.strip().splitlines()[-1])
+    if run["code"] != 0:
+        sys.exit(f"hca failed ({' '.join(cmd)}):\n{run['log']}")
+    snap = import_hca(Path(f"{rep}.phi"), tokens_path=Path(f"{stem}.tokens"), vocab_path=corpus)
+    snap = snap[0] if isinstance(snap, tuple) else snap
+    return {
+        "perplexity": score(snap, test, 1),
+        "cpu_seconds": run["cpu"],
+        "wall_seconds": run["wall"],
+        "peak_rss_mb": run["rss_mb"],
+        "cycles": a.cycles,
+        "command": " ".join(cmd),
+    }
+
+
+def summary(rows):
+    p = np.array([r["perplexity"] for r in rows])
+    out = {
+        "perplexity_mean": float(p.mean()),
+        "perplexity_min": float(p.min()),
+        "perplexity_max": float(p.max()),
+        "cpu_seconds": float(np.mean([r["cpu_seconds"] for r in rows])),
+        "wall_seconds": float(np.mean([r["wall_seconds"] for r in rows])),
+        "peak_rss_mb": float(max(r["peak_rss_mb"] for r in rows)),
+        "cycles": rows[0]["cycles"],
+    }
+    if "perplexity_last_sample" in rows[0]:
+        out["last_sample_mean"] = float(np.mean([r["perplexity_last_sample"] for r in rows]))
+    return out
+
+
+def table(results, seeds):
+    lines = [
+        f"| corpus | model | system | cycles | perplexity, mean over seeds {seeds} (range) | last sample "
+        "| CPU s | wall s | peak RSS MB |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        s = r["summary"]
+        last = f"{s['last_sample_mean']:,.0f}" if "last_sample_mean" in s else "-"
+        lines.append(
+            f"| {r['corpus']} | {r['label']} | {r['system']} | {s['cycles']} | {s['perplexity_mean']:,.1f} "
+            f"({s['perplexity_min']:,.0f}-{s['perplexity_max']:,.0f}) | {last} | {s['cpu_seconds']:.1f} "
+            f"| {s['wall_seconds']:.1f} | {s['peak_rss_mb']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def write_doc(text):
+    doc = DOC.read_text()
+    if BEGIN not in doc or END not in doc:
+        sys.exit(f"{DOC}: no {BEGIN} ... {END} markers")
+    head, rest = doc.split(BEGIN, 1)
+    DOC.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("corpora", nargs="+", help="prepared corpus directories (train and test splits)")
+    ap.add_argument("--K", type=int, default=100)
+    ap.add_argument("--cycles", type=int, default=300)
+    ap.add_argument("--average", type=int, default=100, help="sweeps averaged at the end (phi_average, hca -lphi)")
+    ap.add_argument("--seeds", default="1,2,3,4,5")
+    ap.add_argument("--models", default="HDP-LDA,NP-LDA")
+    ap.add_argument("--json", help="write every run's figures here")
+    ap.add_argument("--write-doc", action="store_true", help=f"replace the table in {DOC.name}")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker:
+        a.corpus, a.model = a.corpora[0], a.worker
+        return topictool_worker(a)
+    if not 0 <= a.average <= a.cycles:
+        sys.exit("--average must be between 0 and --cycles")
+    seeds = [int(s) for s in a.seeds.split(",")]
+    binary = os.environ.get("HCA_BINARY")
+    if not binary:
+        print("hca: skipped (HCA_BINARY is not set to a built hca executable)", flush=True)
+    elif not os.access(binary, os.X_OK):
+        sys.exit(f"HCA_BINARY={binary}: not an executable file")
+    results = []
+    for corpus in a.corpora:
+        name = Path(corpus).name
+        for label in a.models.split(","):
+            model = MODELS[label]
+            ours = [run_topictool(corpus, model, s, a, a.cycles, a.average) for s in seeds]
+            results.append(dict(corpus=name, label=label, system=f"topictool {model}", runs=ours))
+            if binary:
+                with tempfile.TemporaryDirectory() as work:
+                    theirs = [run_hca(binary, corpus, label, s, a, work) for s in seeds]
+                results.append(dict(corpus=name, label=label, system="hca", runs=theirs))
+                per_cycle = np.mean([r["cpu_seconds"] for r in ours]) / a.cycles
+                cycles = int(np.mean([r["cpu_seconds"] for r in theirs]) / per_cycle)
+                avg = max(1, round(a.average * cycles / a.cycles))
+                same = [run_topictool(corpus, model, s, a, cycles, avg) for s in seeds]
+                results.append(dict(corpus=name, label=label, system=f"topictool {model}, hca's CPU time", runs=same))
+            for r in results[-3 if binary else -1 :]:
+                r["summary"] = summary(r["runs"])
+                s = r["summary"]
+                print(
+                    f"{name:12s} {label:8s} {r['system']:40s} {s['perplexity_mean']:9.1f} "
+                    f"({s['perplexity_min']:.1f}-{s['perplexity_max']:.1f})  {s['cpu_seconds']:7.1f} CPU s",
+                    flush=True,
+                )
+    text = table(results, a.seeds)
+    print(text)
+    if a.json:
+        machine = {"uname": list(os.uname()), "load_average": os.getloadavg(), "hca": binary}
+        Path(a.json).write_text(json.dumps({"args": vars(a), "machine": machine, "results": results}, indent=1))
+    if a.write_doc:
+        write_doc(text)
+
+
+if __name__ == "__main__":
+    main()
