@@ -205,11 +205,19 @@ def cmd_plot(a):
     x = exp.get("x", "iteration")
     figs = out / "figures"
     figs.mkdir(exist_ok=True)
-    for y, name in (("test_perplexity", "perplexity"), ("active_topics", "topics"), ("num_topics", "topics")):
+    for y, name in (
+        ("test_perplexity", "perplexity"),
+        ("active_topics", "topics"),
+        ("num_topics", "topics"),
+        ("alpha", "alpha"),  # the learned concentration of the HDP models (a number per row)
+    ):
         series = {}
         for r in rows:
-            if r.get(y) not in (None, "") and r.get(x) not in (None, ""):
-                series.setdefault(r["label"], []).append((float(r[x]), float(r[y])))
+            try:
+                point = (float(r[x]), float(r[y]))
+            except (KeyError, TypeError, ValueError):  # absent, empty, or not a number (a vector)
+                continue
+            series.setdefault(r["label"], []).append(point)
         if not series:
             continue
         fig, ax = plt.subplots(figsize=(6, 4))
