@@ -76,6 +76,43 @@ def train(corpus, out, K, n, ranks, wrapper=False):
     return {"seconds": info["seconds_total"], "wall": wall, "rows": rows, "peaks": peaks}
 
 
+def memory(one_file, sharded, work, K, sweeps=3):
+    """Peak resident memory of each of 2 ranks: every rank reading the one file, against each
+    reading only its shards; one process beside them."""
+    manifest = json.loads((sharded / "corpus.json").read_text())
+    npz = {p.name: p.stat().st_size for p in sorted(sharded.glob("train.shard-*.npz"))}
+    report = {
+        "corpus": {k: manifest["train"][k] for k in ("D", "N")},
+        "train_npz_MB": round((one_file / "train.npz").stat().st_size / 1e6, 1),
+        "shard_npz_MB": [round(v / 1e6, 1) for v in npz.values()],
+        "K": K,
+        "sweeps": sweeps,
+        "peak_rss_mb": {
+            "one_process": train(one_file, work / "m-single", K, sweeps, 1, wrapper=True)["peaks"],
+            "two_ranks_one_file": train(one_file, work / "m-onefile", K, sweeps, 2, wrapper=True)["peaks"],
+            "two_ranks_shards4": train(sharded, work / "m-shards", K, sweeps, 2, wrapper=True)["peaks"],
+        },
+        "load_average_at_end": os.getloadavg(),
+    }
+    # reading alone: what rank 0 of 2 holds after reading its documents, one file against shards
+    code = (
+        "import resource, sys; from pathlib import Path; from topictool import mpi\n"
+        "class E:\n    size, rank = 2, 0\n"
+        "c = mpi.rank_corpus(Path(sys.argv[1]), E(), 1)\n"
+        "print(c.N, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+    )
+    base = (
+        "import resource; import topictool.mpi, topictool.corpus; "
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    )
+    report["reading_only_peak_rss_mb"] = {
+        "interpreter_and_imports": float(sh([sys.executable, "-c", base])[0].stdout.split()[-1]),
+        "rank0_of_2_one_file": float(sh([sys.executable, "-c", code, one_file])[0].stdout.split()[-1]),
+        "rank0_of_2_shards4": float(sh([sys.executable, "-c", code, sharded])[0].stdout.split()[-1]),
+    }
+    print(json.dumps(report, indent=1))
+
+
 def perplexity(run, corpus):
     r, _ = sh([sys.executable, "-m", "topictool", "evaluate", run, corpus, "--json"], one_core_env())
     return json.loads(r.stdout)["perplexity"]
@@ -136,6 +173,12 @@ def main():
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--out", help="keep the runs here (default: a temporary directory)")
     p.add_argument("--probe", action="store_true", help="(under mpiexec) time Allreduce and the apply kernel")
+    p.add_argument(
+        "--memory-corpora",
+        nargs=2,
+        metavar=("ONE_FILE", "SHARDED"),
+        help="only the memory comparison, on a larger corpus prepared twice (one file; --shards 4)",
+    )
     a = p.parse_args()
     if a.probe:
         return probe()
@@ -143,6 +186,8 @@ def main():
         raise SystemExit("mpiexec not found: pip install 'topictool[mpi]'")
     work = Path(a.out or tempfile.mkdtemp(prefix="mpi-scaling-"))
     work.mkdir(parents=True, exist_ok=True)
+    if a.memory_corpora:
+        return memory(*map(Path, a.memory_corpora), work, a.K)
     corpus = Path(a.corpus) if a.corpus else work / "movies"
     sharded = work / "movies-shards4"
     if not a.corpus:
