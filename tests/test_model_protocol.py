@@ -69,7 +69,8 @@ def test_evaluates_and_is_described(toy, corpus, tmp_path):
     assert r.exit_code == 0, r.stderr
     r = run("train", "--list-models", "--json")
     rows = {row["name"]: row for row in json.loads(r.stdout)["models"]}
-    assert rows[toy] == dict(name=toy, step_unit="sweep", threads=False, eval_method="gibbs")
+    assert rows[toy] == dict(name=toy, step_unit="sweep", threads=False, mpi=False, eval_method="gibbs")
+    assert rows["lda-gibbs"]["mpi"] and not rows["hdp-gibbs"]["mpi"]
 
 
 def test_refuses_what_it_does_not_support(toy, corpus, tmp_path):

@@ -174,13 +174,22 @@ def _run(
         for name in registry.names():
             cls = registry.get(name)
             rows.append(
-                dict(name=name, step_unit=cls.step_unit, threads=cls.supports_threads, eval_method=cls.eval_method)
+                dict(
+                    name=name,
+                    step_unit=cls.step_unit,
+                    threads=cls.supports_threads,
+                    mpi=cls.supports_mpi,
+                    eval_method=cls.eval_method,
+                )
             )
         if as_json:
             emit_json({"models": rows})
         else:
-            table = [(r["name"], r["step_unit"], "yes" if r["threads"] else "no", r["eval_method"]) for r in rows]
-            print_table("models (-n counts steps)", ["model", "one step", "threads", "evaluated by"], table)
+            yes = {True: "yes", False: "no"}
+            table = [(r["name"], r["step_unit"], yes[r["threads"]], yes[r["mpi"]], r["eval_method"]) for r in rows]
+            print_table(
+                "models (-n counts steps)", ["model", "one step", "threads", "--engine mpi", "evaluated by"], table
+            )
         return
     if resume_run:
         if corpus or model or out or config or sets or K is not None or seed is not None or test or force:
