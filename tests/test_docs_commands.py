@@ -80,7 +80,7 @@ def _stand_ins(work):
 
 # placeholders of the docs -> what they stand for here
 PLACEHOLDERS = {"CORPUS": "movies", "TEST": "movies", "SYNTH": "synth-out"}
-CAPS = {"-K": 12, "-n": 3}
+CAPS = {"-K": 12, "-n": 3, "--shards": 4}
 
 
 def _concrete(line, index, runs=None):
