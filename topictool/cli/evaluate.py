@@ -81,24 +81,7 @@ LEFT_TO_RIGHT_ONLY = ("particles", "resample", "weighted")
 )
 @json_option
 @click.pass_context
-def command(
-    ctx,
-    model,
-    test,
-    holdout,
-    burn_in,
-    samples,
-    method,
-    particles,
-    resample,
-    weighted,
-    seed,
-    threads,
-    engine,
-    vocab,
-    allow_oov,
-    as_json,
-):
+def command(ctx, **options):
     """Perplexity of MODEL (a run directory or a snapshot .npz) on TEST (a prepared corpus
     directory, whose test split is used, or an LdaC/UCI file) by document completion:
     theta is folded in on the observed tokens of each test document with phi fixed, and
@@ -108,23 +91,22 @@ def command(
     lacks are an error unless --allow-oov (then they are dropped and counted)."""
     from ..mpi import on_ranks, quiet_ranks
 
+    engine, method = options.pop("engine"), options["method"]
+    as_json = options.pop("as_json")
     with quiet_ranks(engine):
         _check_options(ctx, method)
         if engine == "mpi" and method == "left-to-right":
             from ..errors import InputError
 
             raise InputError("--engine mpi applies to document completion, not --method left-to-right")
-        result = on_ranks(engine, threads, lambda e: _evaluate(e, **locals_of(ctx)))
+        result = on_ranks(engine, options["threads"], lambda e: _evaluate(e, **options))
     if result is not None:
-        _show(model, test, as_json, *result)
-
-
-def locals_of(ctx):
-    return {k: v for k, v in ctx.params.items() if k not in ("engine", "as_json")}
+        _show(options["model"], options["test"], as_json, *result)
 
 
 def _evaluate(
     engine,
+    *,
     model,
     test,
     holdout,

@@ -73,89 +73,28 @@ from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, force_option, jso
 @click.option("--list-models", is_flag=True, help="List the models (what one -n step is, threads) and exit.")
 @force_option
 @json_option
-def command(
-    corpus,
-    model,
-    K,
-    iterations,
-    seed,
-    out,
-    config,
-    sets,
-    threads,
-    engine,
-    test,
-    eval_every,
-    holdout,
-    eval_seed,
-    allow_oov,
-    checkpoint_every,
-    keep_checkpoints,
-    log_every,
-    show_topics,
-    resume_run,
-    debug_checks,
-    list_models,
-    force,
-    as_json,
-):
+def command(**options):
     """Train MODEL on CORPUS (a prepared directory, or an LdaC / UCI file) into the run
     directory OUTPUT: run.json, checkpoints/, model.npz (latest snapshot), metrics.jsonl.
     SIGTERM or Ctrl-C checkpoints and exits 0; `train --resume RUN [-n MORE]` continues."""
-    from .. import training
-    from ..models import registry
-    from ..mpi import on_ranks, quiet_ranks
+    from ..mpi import quiet_ranks
 
-    with quiet_ranks(engine):
-        _run(
-            training,
-            registry,
-            on_ranks,
-            list_models,
-            resume_run,
-            corpus,
-            model,
-            out,
-            config,
-            sets,
-            K,
-            seed,
-            test,
-            force,
-            iterations,
-            threads,
-            show_topics,
-            eval_every,
-            holdout,
-            eval_seed,
-            allow_oov,
-            checkpoint_every,
-            keep_checkpoints,
-            log_every,
-            debug_checks,
-            engine,
-            as_json,
-        )
+    with quiet_ranks(options["engine"]):
+        _run(**options)
 
 
 def _run(
-    training,
-    registry,
-    on_ranks,
-    list_models,
-    resume_run,
+    *,
     corpus,
     model,
+    K,
+    iterations,
+    seed,
     out,
     config,
     sets,
-    K,
-    seed,
-    test,
-    force,
-    iterations,
     threads,
-    show_topics,
+    test,
     eval_every,
     holdout,
     eval_seed,
@@ -163,11 +102,18 @@ def _run(
     checkpoint_every,
     keep_checkpoints,
     log_every,
+    show_topics,
+    resume_run,
     debug_checks,
+    list_models,
     engine,
+    force,
     as_json,
 ):
+    from .. import training
     from ..errors import InputError
+    from ..models import registry
+    from ..mpi import on_ranks
 
     if list_models:
         rows = []
