@@ -143,6 +143,44 @@ def _write_sorted(tw, lo, hi, buf, m):
         tw[j] = 0
 
 
+# A word's counts are rebuilt (merge, MPI exchange) in a scratch table: scratch[k] the count of
+# topic k, seen[:m] the topics touched (mark[k] set), then packed back sorted by _flush_word.
+@numba.njit(cache=True, nogil=True, inline="always")
+def _accumulate(k, d, scratch, mark, seen, m):
+    """scratch[k] += d, noting k in seen the first time; returns m."""
+    scratch[k] += d
+    if not mark[k]:
+        mark[k] = True
+        seen[m] = k
+        m += 1
+    return m
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_packed(slots, lo, hi, mask, TB, factor, scratch, mark, seen, m):
+    """Add factor x the counts packed in slots[lo:hi] (up to the first empty one); returns m."""
+    for j in range(lo, hi):
+        e = slots[j]
+        if e == 0:
+            break
+        m = _accumulate(e & mask, factor * (e >> TB), scratch, mark, seen, m)
+    return m
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _flush_word(tw, lo, hi, buf, TB, scratch, mark, seen, m):
+    """Pack the positive scratch counts of seen[:m] into tw[lo:hi], sorted; clear scratch and mark."""
+    n = 0
+    for j in range(m):
+        k = seen[j]
+        if scratch[k] > 0:
+            buf[n] = (scratch[k] << TB) | k
+            n += 1
+        scratch[k] = 0
+        mark[k] = False
+    _write_sorted(tw, lo, hi, buf, n)
+
+
 # Eq. (1) by the s/r/q buckets of the module docstring, for documents d0..d1-1.
 @numba.njit(cache=True, nogil=True)
 def sample_block(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, TB):
@@ -341,37 +379,11 @@ def merge_parallel(tw_ptr, tw, tw_local, n_k, n_k_local, TB):
         for w in range(c * W // chunks, (c + 1) * W // chunks):
             lo = tw_ptr[w]
             hi = tw_ptr[w + 1]
-            m = 0
-            for j in range(lo, hi):
-                e = tw[j]
-                if e == 0:
-                    break
-                k = e & mask
-                scratch[k] -= (T - 1) * (e >> TB)
-                if not mark[k]:
-                    mark[k] = True
-                    seen[m] = k
-                    m += 1
+            # n_kw = sum_t tw_local[t] - (T - 1) tw: every thread's counts less the T - 1 extra copies
+            m = _add_packed(tw, lo, hi, mask, TB, -(T - 1), scratch, mark, seen, 0)
             for t in range(T):
-                for j in range(lo, hi):
-                    e = tw_local[t, j]
-                    if e == 0:
-                        break
-                    k = e & mask
-                    scratch[k] += e >> TB
-                    if not mark[k]:
-                        mark[k] = True
-                        seen[m] = k
-                        m += 1
-            n = 0
-            for j in range(m):
-                k = seen[j]
-                if scratch[k] > 0:
-                    buf[n] = (scratch[k] << TB) | k
-                    n += 1
-                scratch[k] = 0
-                mark[k] = False
-            _write_sorted(tw, lo, hi, buf, n)
+                m = _add_packed(tw_local[t], lo, hi, mask, TB, 1, scratch, mark, seen, m)
+            _flush_word(tw, lo, hi, buf, TB, scratch, mark, seen, m)
             for t in range(T):
                 for j in range(lo, hi):
                     tw_local[t, j] = tw[j]
@@ -601,34 +613,13 @@ def apply_dense(tw_ptr, tw, n_k, total, own, TB):
             continue
         lo = tw_ptr[w]
         hi = tw_ptr[w + 1]
-        m = 0
-        for j in range(lo, hi):
-            e = tw[j]
-            if e == 0:
-                break
-            k = e & mask
-            scratch[k] = e >> TB
-            mark[k] = True
-            seen[m] = k
-            m += 1
+        m = _add_packed(tw, lo, hi, mask, TB, 1, scratch, mark, seen, 0)
         for k in range(K):
             d = total[o + k] - own[o + k]
             if d != 0:
-                scratch[k] += d
+                m = _accumulate(k, d, scratch, mark, seen, m)
                 n_k[k] += d
-                if not mark[k]:
-                    mark[k] = True
-                    seen[m] = k
-                    m += 1
-        n = 0
-        for j in range(m):
-            k = seen[j]
-            if scratch[k] > 0:
-                buf[n] = (scratch[k] << TB) | k
-                n += 1
-            scratch[k] = 0
-            mark[k] = False
-        _write_sorted(tw, lo, hi, buf, n)
+        _flush_word(tw, lo, hi, buf, TB, scratch, mark, seen, m)
 
 
 @numba.njit(cache=True, nogil=True)
