@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .corpus.corpus import Corpus
+from .corpus.corpus import Corpus, token_blocks
 from .errors import InputError, TopicToolError
 
 ENGINES = ("local", "mpi")
@@ -585,18 +585,6 @@ class RankCorpus(Corpus):
 
     def sha256(self):
         return self.sha256_total
-
-
-def token_blocks(token_ptr, parts):
-    """Document boundaries (parts+1) cutting documents into ``parts`` runs of ~equal tokens (the
-    cut lda-gibbs uses for its thread blocks)."""
-    token_ptr = np.asarray(token_ptr, dtype=np.int64)
-    N = token_ptr[-1]
-    targets = (np.arange(parts + 1, dtype=np.int64) * N) // parts
-    ptr = np.searchsorted(token_ptr, targets, side="left").astype(np.int64)
-    ptr[0] = 0
-    ptr[-1] = len(token_ptr) - 1
-    return np.maximum.accumulate(ptr)
 
 
 def rank_corpus(path, engine, threads, part="train"):

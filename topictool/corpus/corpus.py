@@ -99,6 +99,36 @@ class Corpus:
         return self
 
 
+def token_blocks(token_ptr, parts):
+    """Document boundaries (parts + 1) cutting documents into ``parts`` runs of about equal
+    tokens: lda-gibbs's thread blocks, prepare's shards, MPI ranks' documents."""
+    token_ptr = np.asarray(token_ptr, dtype=np.int64)
+    N = token_ptr[-1]
+    targets = (np.arange(parts + 1, dtype=np.int64) * N) // parts
+    ptr = np.searchsorted(token_ptr, targets, side="left").astype(np.int64)
+    ptr[0] = 0
+    ptr[-1] = len(token_ptr) - 1
+    return np.maximum.accumulate(ptr)
+
+
+def concat(parts, vocab=None):
+    """Corpora over one vocabulary (``vocab``, default the first's), one after the other."""
+    vocab = parts[0].vocab if vocab is None else vocab
+    if len(parts) == 1:
+        return parts[0]
+    ptrs = [parts[0].doc_ptr]
+    offset = parts[0].doc_ptr[-1]
+    for p in parts[1:]:
+        ptrs.append(p.doc_ptr[1:] + offset)
+        offset += p.doc_ptr[-1]
+    return Corpus(
+        np.concatenate(ptrs),
+        np.concatenate([p.word_ids for p in parts]),
+        np.concatenate([p.counts for p in parts]),
+        vocab,
+    )
+
+
 def from_triples(doc, word, count, D, vocab):
     """Build a Corpus from (doc, word, count) triples in any order; duplicates summed."""
     doc = np.asarray(doc, dtype=np.int64)

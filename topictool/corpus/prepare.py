@@ -10,14 +10,13 @@ import numpy as np
 
 from .. import __version__, store
 from ..errors import InputError
-from .corpus import Corpus
+from .corpus import Corpus, concat, token_blocks
 from .prepared import (
     FORMAT_VERSION,
     SHARD_NAME,
     detect_bag_format,
     read_bag_file,
     save_arrays,
-    shard_bounds,
     write_names,
 )
 from .split import split_documents
@@ -74,7 +73,7 @@ def build_corpus(sources, opts):
         parts = [read_bag_file(s, k, opts.vocab, opts.encoding) for s, k in zip(sources, kinds)]
         if any(p.vocab != parts[0].vocab for p in parts[1:]):
             raise InputError("LdaC/UCI sources must share one vocabulary", sources[1])
-        corpus = _concat(parts)
+        corpus = concat(parts)
         names = [f"{Path(s).name}:{i + 1}" for s, p in zip(sources, parts) for i in range(p.D)]
         stop = load_stopwords(opts.stopwords or "none", opts.encoding)
         keep = np.array([w not in stop for w in corpus.vocab], dtype=bool)
@@ -163,7 +162,7 @@ def prepare(sources, out, opts, force=False, shards=1):
             raise InputError(f"--shards {shards}: the training split has only {train.D:,} documents")
         token_ptr = np.zeros(train.D + 1, dtype=np.int64)
         np.cumsum(train.doc_lengths(), out=token_ptr[1:])
-        cuts = shard_bounds(token_ptr, int(shards))
+        cuts = token_blocks(token_ptr, int(shards))
         if np.any(np.diff(cuts) == 0):
             raise InputError(f"--shards {shards}: too many shards for the training split's documents")
         pieces = {
@@ -275,22 +274,6 @@ class _BagBuilder:
             np.frombuffer(self.counts, np.int32).copy(),
             tuple(self.words),
         )
-
-
-def _concat(parts):
-    if len(parts) == 1:
-        return parts[0]
-    ptrs = [parts[0].doc_ptr]
-    offset = parts[0].doc_ptr[-1]
-    for p in parts[1:]:
-        ptrs.append(p.doc_ptr[1:] + offset)
-        offset += p.doc_ptr[-1]
-    return Corpus(
-        np.concatenate(ptrs),
-        np.concatenate([p.word_ids for p in parts]),
-        np.concatenate([p.counts for p in parts]),
-        parts[0].vocab,
-    )
 
 
 __all__ = ["PrepareOptions", "prepare", "build_corpus", "save_corpus_dir", "select_words"]

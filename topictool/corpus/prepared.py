@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import store
 from ..errors import DamagedFileError, InputError
-from .corpus import Corpus
+from .corpus import Corpus, concat
 from .sources import open_binary, strip_compression
 
 FORMAT_VERSION = 1
@@ -138,33 +138,6 @@ def load_shards(path, part, indices):
     local = concat([_load_shard(directory, shards[i], vocab) for i in indices], vocab)
     info = manifest.get(part) or {}
     return local, {"D": int(info.get("D", 0)), "N": int(info.get("N", 0)), "sha256": info.get("sha256", "")}
-
-
-def shard_bounds(token_ptr, shards):
-    """Document boundaries (shards+1) cutting documents into runs of ~equal tokens."""
-    N = token_ptr[-1]
-    targets = (np.arange(shards + 1, dtype=np.int64) * N) // shards
-    ptr = np.searchsorted(token_ptr, targets, side="left").astype(np.int64)
-    ptr[0] = 0
-    ptr[-1] = len(token_ptr) - 1
-    return np.maximum.accumulate(ptr)
-
-
-def concat(parts, vocab):
-    """Corpora over one vocabulary, one after the other."""
-    if len(parts) == 1:
-        return parts[0]
-    ptrs = [parts[0].doc_ptr]
-    offset = parts[0].doc_ptr[-1]
-    for p in parts[1:]:
-        ptrs.append(p.doc_ptr[1:] + offset)
-        offset += p.doc_ptr[-1]
-    return Corpus(
-        np.concatenate(ptrs),
-        np.concatenate([p.word_ids for p in parts]),
-        np.concatenate([p.counts for p in parts]),
-        vocab,
-    )
 
 
 def load_corpus(path, part="train", vocab=None, encoding="utf-8"):

@@ -222,8 +222,8 @@ def rank_split(split, engine):
     """(this rank's split, lo, hi): the same D documents, those outside [lo, hi) emptied, so that
     document d keeps index d and with it its random stream; [lo, hi) cuts the documents into
     contiguous runs of ~equal tokens, one per rank."""
+    from ..corpus.corpus import token_blocks
     from ..corpus.holdout import HoldoutSplit
-    from ..mpi import token_blocks
 
     tokens = np.diff(split.observed_ptr) + np.diff(split.heldout_ptr)
     ptr = np.zeros(split.D + 1, dtype=np.int64)

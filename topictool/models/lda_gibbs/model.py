@@ -30,6 +30,7 @@ per word), plus 8 bytes per (word, topic) while the dense exchange is in use.
 
 import numpy as np
 
+from ...corpus.corpus import token_blocks
 from ...errors import InputError
 from ...kernels.dirichlet_opt import doc_topic_histograms, learn_parameters, learn_symmetric_concentration
 from ...kernels.rng import make_streams
@@ -60,16 +61,6 @@ def _parse_alpha_vector(text, K):
         bad = values[~(np.isfinite(values) & (values > 0))][0]
         raise InputError(f"option alpha_vector: every value must be > 0, got {bad!r}")
     return values
-
-
-def _blocks(token_ptr, threads):
-    """Document boundaries (threads+1) cutting the corpus into blocks of ~equal token counts."""
-    N = token_ptr[-1]
-    targets = (np.arange(threads + 1, dtype=np.int64) * N) // threads
-    ptr = np.searchsorted(token_ptr, targets, side="left").astype(np.int64)
-    ptr[0] = 0
-    ptr[-1] = len(token_ptr) - 1
-    return np.maximum.accumulate(ptr)
 
 
 class LdaGibbs(Model):
@@ -116,7 +107,7 @@ class LdaGibbs(Model):
         self.z = np.zeros(self.N, dtype=np.int16 if self.K < 32768 else np.int32)
         self.TB = kern.topic_bits(self.K)
         if self.engine is None:
-            self.block_ptr = _blocks(self.token_ptr, threads)
+            self.block_ptr = token_blocks(self.token_ptr, threads)
             max_freq = int(np.bincount(self.words, minlength=self.W).max())
             self.tw_ptr = kern.word_slots(self.words, self.W, self.K)
         else:

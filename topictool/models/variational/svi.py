@@ -234,60 +234,6 @@ def _global_step(lam_wk, lam_k, scale, words, sstats, rho, D_total, size):
     return scale
 
 
-# One pass of SVI (L1)-(L2), (G1)-(G2) over the documents in ``order``; lambda - beta = scale * lam_wk,
-# lam_k[k] = sum_w lam_wk[w, k]. Returns (scale, t, local iterations done).
-@numba.njit(cache=True, nogil=True)
-def _svi_pass(
-    doc_ptr,
-    word_ids,
-    counts,
-    order,
-    minibatch,
-    lam_wk,
-    lam_k,
-    scale,
-    gamma_dk,
-    warm,
-    alpha,
-    beta,
-    tau,
-    kappa,
-    t,
-    D_total,
-    max_iters,
-    tol,
-    rng,
-    mark,
-):
-    D = order.shape[0]
-    iters = 0
-    for lo in range(0, D, minibatch):
-        hi = min(lo + minibatch, D)
-        words, sstats, it = _minibatch_local(
-            doc_ptr,
-            word_ids,
-            counts,
-            order[lo:hi],
-            lam_wk,
-            lam_k,
-            scale,
-            gamma_dk,
-            warm,
-            alpha,
-            beta,
-            max_iters,
-            tol,
-            rng,
-            0,
-            mark,
-        )
-        iters += it
-        rho = kern.step_size(1.0, tau, kappa, t)
-        scale = _global_step(lam_wk, lam_k, scale, words, sstats, rho, D_total, hi - lo)
-        t += 1
-    return scale, t, iters
-
-
 # ----------------------------------------------------------------------------
 # the model
 
@@ -344,77 +290,53 @@ class LdaSvi(VariationalModel):
         _random_gamma_rows(self.gamma_dk, self.rng, own)
 
     def step(self):
-        """One pass over the corpus in random order, in minibatches of ``minibatch`` documents."""
-        if self.engine is not None:
-            return self._step_ranks()
-        o = self.opts
-        order = self._epoch_order()
-        rho_first = kern.step_size(1.0, o["tau"], o["kappa"], self.t)
-        self.scale, self.t, iters = _svi_pass(
-            self.doc_ptr,
-            self.word_ids,
-            self.counts,
-            order,
-            o["minibatch"],
-            self.lam_wk,
-            self.lam_k,
-            self.scale,
-            self.gamma_dk,
-            self.iteration >= o["cold_passes"],
-            *(float(o[k]) for k in ("alpha", "beta", "tau", "kappa")),
-            self.t,
-            float(self.D),
-            o["local_iterations"],
-            float(o["local_tol"]),
-            self.rng,
-            self._mark,
-        )
-        self.iteration += 1
-        return self._metrics(
-            minibatches=self.t,
-            rho_first=float(rho_first),
-            rho_last=float(kern.step_size(1.0, o["tau"], o["kappa"], self.t - 1)),
-            mean_local_iterations=float(iters) / max(self.D, 1),
-        )
-
-    def _step_ranks(self):
-        """step() on MPI ranks (module docstring)."""
+        """One pass over the corpus in random order, in minibatches of ``minibatch`` documents:
+        (L1)-(L2) on each minibatch's documents, then the global step (G1)-(G2). On MPI ranks
+        (module docstring) every rank draws the same order, works on its own documents of each
+        minibatch, and the statistics are summed before the identical global step."""
         o, engine = self.opts, self.engine
-        D_total, first = int(self.corpus.D_total), int(self.corpus.first_doc)
-        order = np.arange(D_total, dtype=np.int64)
-        shuffle(order, self.rng, 0)
-        warm = self.iteration >= o["cold_passes"]
         alpha, beta, tau, kappa = (float(o[k]) for k in ("alpha", "beta", "tau", "kappa"))
+        warm = self.iteration >= o["cold_passes"]
+        if engine is None:
+            D_total, first, row, order = self.D, 0, 0, self._epoch_order()
+        else:
+            D_total, first, row = int(self.corpus.D_total), int(self.corpus.first_doc), 1
+            order = np.arange(D_total, dtype=np.int64)
+            shuffle(order, self.rng, 0)
         rho_first = kern.step_size(1.0, tau, kappa, self.t)
         iters = 0
         for lo in range(0, D_total, o["minibatch"]):
             hi = min(lo + o["minibatch"], D_total)
             docs = order[lo:hi]
-            mine = docs[(docs >= first) & (docs < first + self.D)] - first
+            if engine is not None:
+                docs = docs[(docs >= first) & (docs < first + self.D)] - first
             words, sstats, it = _minibatch_local(
-                self.doc_ptr, self.word_ids, self.counts, mine, self.lam_wk, self.lam_k, self.scale, self.gamma_dk,
-                warm, alpha, beta, o["local_iterations"], float(o["local_tol"]), self.rng, 1, self._mark
+                self.doc_ptr, self.word_ids, self.counts, docs, self.lam_wk, self.lam_k, self.scale, self.gamma_dk,
+                warm, alpha, beta, o["local_iterations"], float(o["local_tol"]), self.rng, row, self._mark
             )  # fmt: skip
             iters += it
-            # the minibatch's words over every rank, sorted; the statistics summed on them
-            every, _ = engine.allgatherv(np.sort(words))
-            union = np.unique(every)
-            full = np.zeros((len(union), self.K))
-            full[np.searchsorted(union, words)] = sstats
-            full = engine.sum(full)
+            if engine is not None:  # the minibatch's words over every rank, sorted; statistics summed on them
+                every, _ = engine.allgatherv(np.sort(words))
+                union = np.unique(every)
+                full = np.zeros((len(union), self.K))
+                full[np.searchsorted(union, words)] = sstats
+                words, sstats = union, engine.sum(full)
             rho = kern.step_size(1.0, tau, kappa, self.t)
-            self.scale = _global_step(self.lam_wk, self.lam_k, self.scale, union, full, rho, float(D_total), hi - lo)
+            self.scale = _global_step(self.lam_wk, self.lam_k, self.scale, words, sstats, rho, float(D_total), hi - lo)
             self.t += 1
         self.iteration += 1
-        iters = int(engine.sum(np.array([iters], dtype=np.int64))[0])
-        return {
+        if engine is not None:
+            iters = int(engine.sum(np.array([iters], dtype=np.int64))[0])
+        metrics = {
             "documents_seen": self.iteration * D_total,
             "minibatches": self.t,
             "rho_first": float(rho_first),
             "rho_last": float(kern.step_size(1.0, tau, kappa, self.t - 1)),
             "mean_local_iterations": float(iters) / max(D_total, 1),
-            "tokens": int(self.corpus.N_total),
         }
+        if engine is not None:
+            metrics["tokens"] = int(self.corpus.N_total)
+        return metrics
 
     def log_likelihood(self):
         ll = super().log_likelihood()
