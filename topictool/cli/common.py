@@ -87,6 +87,11 @@ def text_options(f):
     return wrapper
 
 
+def engine_option(help):
+    """--engine local|mpi (train, evaluate; docs/cluster.md)."""
+    return click.option("--engine", type=click.Choice(["local", "mpi"]), default="local", show_default=True, help=help)
+
+
 def vocab_option(purpose, required=False):
     """--vocab: a file of one word per line (hca .words: the last column) or a prepared corpus
     directory, on every command that takes one."""

@@ -3,7 +3,7 @@ left-to-right estimate of the likelihood of whole test documents (--method left-
 
 import click
 
-from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, json_option, print_table, vocab_option
+from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, engine_option, json_option, print_table, vocab_option
 
 #: the options of one evaluation method each: refused with one line when given to the other
 COMPLETION_ONLY = ("holdout", "burn_in", "samples")
@@ -64,13 +64,9 @@ LEFT_TO_RIGHT_ONLY = ("particles", "resample", "weighted")
 @click.option(
     "--threads", default=1, show_default=True, type=THREADS, help="Threads (the result does not depend on it)."
 )
-@click.option(
-    "--engine",
-    type=click.Choice(["local", "mpi"]),
-    default="local",
-    show_default=True,
-    help="mpi: share the test documents out among the ranks of `mpiexec -n P topictool evaluate ...` (document "
-    "completion; the same figure as one process).",
+@engine_option(
+    "mpi: share the test documents out among the ranks of `mpiexec -n P topictool evaluate ...` (document "
+    "completion; the same figure as one process)."
 )
 @vocab_option("Vocabulary of TEST when it is an LdaC/UCI file (default: found beside it).")
 @click.option(

@@ -46,6 +46,7 @@ from .common import (
     help="Fraction of documents held out as test.npz.",
 )
 @click.option("--seed", default=1, show_default=True, type=SEED, help="Seed of the train/test split.")
+# (a count option declared as train's --checkpoint-every is: same shape, another meaning)
 @click.option(
     "--shards",
     default=1,

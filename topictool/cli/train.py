@@ -2,7 +2,18 @@
 
 import click
 
-from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, force_option, json_option, parse_key_values, print_table
+from .common import (
+    COUNT,
+    POSITIVE,
+    SEED,
+    THREADS,
+    emit_json,
+    engine_option,
+    force_option,
+    json_option,
+    parse_key_values,
+    print_table,
+)
 
 
 @click.command("train", short_help="Train a topic model (checkpointed; --resume continues exactly).")
@@ -25,13 +36,9 @@ from .common import COUNT, POSITIVE, SEED, THREADS, emit_json, force_option, jso
 )
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Set a model option (repeatable).")
 @click.option("--threads", type=THREADS, help="Worker threads (per MPI rank with --engine mpi). [default: 1]")
-@click.option(
-    "--engine",
-    type=click.Choice(["local", "mpi"]),
-    default="local",
-    show_default=True,
-    help="local: one process; mpi: the ranks of an MPI job started by `mpiexec -n P topictool train ...` or "
-    "`srun topictool train ...`, each with --threads threads (needs the mpi extra; docs/cluster.md).",
+@engine_option(
+    "local: one process; mpi: the ranks of an MPI job started by `mpiexec -n P topictool train ...` or "
+    "`srun topictool train ...`, each with --threads threads (needs the mpi extra; docs/cluster.md)."
 )
 @click.option("--test", help="Test corpus for periodic document-completion perplexity.")
 @click.option("--eval-every", default=0, type=COUNT, help="Evaluate on --test every N iterations.")
