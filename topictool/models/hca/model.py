@@ -7,9 +7,11 @@ models/base.py's.
 
 State (``state_array_names()``): z (topic per token), t_dk (tables per document and topic),
 hyper (the hyper-parameters, sampler.H_*), t_kw (tables per topic and word, NP-LDA only),
-r (burst indicator per token) and burst_concentration (b_psi_k per topic), burst only; with
-base's seed, iteration and RNG stream. Everything else -- n_kw, n_k, the root counts, the
-cached factors -- is recomputed from these on resume (restored()).
+r (burst indicator per token) and burst_concentration (b_psi_k per topic), burst only;
+phi_sum and alpha_sum (the sums of the estimates of the last block of ``phi_average`` sweeps and
+of the current one), with phi_average only; with base's seed, iteration and RNG stream.
+Everything else -- n_kw, n_k, the root counts, the cached factors -- is recomputed from these on
+resume (restored()).
 
 Threads: the table-indicator sweep runs on one thread, and --threads > 1 is refused. A
 document-parallel version (per-thread count deltas merged after each sweep, as lda-gibbs
