@@ -33,6 +33,15 @@ def run(*args):
     return Result(r)
 
 
+def run_json(*args):
+    """Run a command with --json; its parsed output (the command must succeed)."""
+    import json
+
+    r = run(*args, "--json")
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)
+
+
 def make_corpus(docs, vocab):
     """Corpus from a list of {word id: count} dicts."""
     from topictool.corpus import from_triples

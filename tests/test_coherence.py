@@ -1,7 +1,6 @@
 """PMI / NPMI topic coherence (topictool.evaluate.coherence and `topictool pmi`)."""
 
 import gzip
-import json
 import math
 import shutil
 
@@ -11,7 +10,7 @@ import pytest
 from topictool.evaluate.coherence import coherence, read_pmi_file
 from topictool.snapshot import Snapshot
 
-from .conftest import run, shared
+from .conftest import run, run_json, shared
 
 #  U = 5 documents; counts: apple 3, banana 2, cherry 2, date 1, elder 1, fig 1;
 #  together: apple+banana 2, apple+cherry 1, banana+cherry 1, cherry+date 1, elder+fig 1.
@@ -32,9 +31,7 @@ def ref(tmp_path_factory):
 
 
 def pmi_json(*args):
-    r = run("pmi", *args, "--json")
-    assert r.exit_code == 0, r.stderr
-    return json.loads(r.stdout)
+    return run_json("pmi", *args)
 
 
 def test_pmi_and_npmi_by_hand(ref):

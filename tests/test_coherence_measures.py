@@ -14,7 +14,7 @@ import pytest
 
 from topictool.cooc.prepared import count_small
 
-from .conftest import run
+from .conftest import run, run_json
 
 DOCS = ["apple banana apple cherry", "banana cherry date", "apple date", "cherry egg banana"]
 TOPICS = "banana cherry apple\ndate egg apple\n"
@@ -40,9 +40,7 @@ def work(tmp_path_factory):
 
 
 def pmi_json(*args):
-    r = run("pmi", *args, "--json")
-    assert r.exit_code == 0, r.stderr
-    return json.loads(r.stdout)
+    return run_json("pmi", *args)
 
 
 def scores(out):
