@@ -56,6 +56,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..kernels.rng import make_streams
+from ..threads import Workers
 
 _MASK64 = (1 << 64) - 1
 STEP_UNITS = ("sweep", "pass", "minibatch")
@@ -207,6 +208,15 @@ class Model:
         if self.N == 0:
             raise InputError("the corpus has no tokens")
         self.allocate()
+
+    @property
+    def workers(self):
+        """The model's ``threads`` threads (topictool.threads.Workers), started on first use:
+        ``self.workers.run(fn)`` runs fn(0..threads-1) at once, fn a call of a nogil kernel."""
+        workers = self.__dict__.get("_workers")
+        if workers is None or workers.threads != self.threads:
+            workers = self._workers = Workers(self.threads)
+        return workers
 
     def state(self):
         """Everything needed to continue exactly: the declared arrays and scalars, the
