@@ -58,6 +58,65 @@ def expected_log_topics(lam, words, elog_wk):
             elog_wk[u, k] = digamma(lam[k, words[u]]) - ps
 
 
+# The threaded local step (model._local_step, threads > 1) computes expected_log_topics in two
+# parts, so that no thread redoes another's work: psi(sum_w lambda_kw) for a range of topics,
+# then E[log phi] (and e_step's prologue, exp_shifted) for a range of the minibatch's words.
+# The values are those of expected_log_topics, bit for bit.
+@numba.njit(cache=True, nogil=True)
+def topic_digamma_sums(lam, ps, k0, k1):
+    """ps[k] = psi(sum_w lambda_kw) for k in k0..k1-1."""
+    for k in range(k0, k1):
+        ps[k] = digamma(_row_sum(lam, k))
+
+
+@numba.njit(cache=True, nogil=True)
+def expected_log_words(lam, words, ps, elog_wk, u0, u1):
+    """elog_wk[u, k] = psi(lambda_{k, words[u]}) - ps[k] for u in u0..u1-1."""
+    K = lam.shape[0]
+    for k in range(K):
+        p = ps[k]
+        for u in range(u0, u1):
+            elog_wk[u, k] = digamma(lam[k, words[u]]) - p
+
+
+# The reconciliation of the threads' sufficient statistics: out += parts[0] + parts[1] + ... in
+# that order for the rows u0..u1-1 (a fixed order, so the sum depends on the thread count only).
+@numba.njit(cache=True, nogil=True)
+def add_parts(out, parts, u0, u1):
+    P = parts.shape[0]
+    K = out.shape[1]
+    for u in range(u0, u1):
+        for t in range(P):
+            for k in range(K):
+                out[u, k] += parts[t, u, k]
+
+
+# (G2) on the pseudo-counts, for topics k0..k1-1: out = prior + keep (lam - eta), then + coef sstats
+# on the minibatch's words -- the same operations as model.step's numpy lines with
+# split_merge.combine (hist = keep (lam - eta), mbstats = coef sstats), so the same bits.
+@numba.njit(cache=True, nogil=True)
+def online_lambda(lam, eta, keep, prior, words, coef, sstats, out, k0, k1):
+    W = lam.shape[1]
+    U = words.shape[0]
+    for k in range(k0, k1):
+        for w in range(W):
+            out[k, w] = keep * (lam[k, w] - eta) + prior
+        for u in range(U):
+            out[k, words[u]] += coef * sstats[u, k]
+
+
+# split_merge.combine for topics k0..k1-1: out = eta + hist, then + mbstats on the minibatch's words.
+@numba.njit(cache=True, nogil=True)
+def combine_rows(eta, hist, words, mbstats, out, k0, k1):
+    W = hist.shape[1]
+    U = words.shape[0]
+    for k in range(k0, k1):
+        for w in range(W):
+            out[k, w] = hist[k, w] + eta
+        for u in range(U):
+            out[k, words[u]] += mbstats[u, k]
+
+
 # A row sum of a 2-D array: the one loop of the kernels below that need sum_w lambda_kw or
 # sum_k theta_jk, so that they all add in the same order and agree bit for bit.
 @numba.njit(cache=True, nogil=True)
@@ -75,9 +134,16 @@ def topic_terms(lam, eta, out, elog_sum):
     """out[k] = lgamma(W eta) - W lgamma(eta) - lgamma(sum lambda_k)
     + sum_w [lgamma(lambda_kw) + (eta - lambda_kw)(psi(lambda_kw) - psi(sum lambda_k))];
     elog_sum[k] = sum_w E[log phi_kw] (for the eta update)."""
-    K, W = lam.shape
+    topic_terms_range(lam, eta, out, elog_sum, 0, lam.shape[0])
+
+
+# topic_terms for topics k0..k1-1 only: each topic's terms are its own, so threads taking
+# ranges of topics give the same bits as one thread.
+@numba.njit(cache=True, nogil=True)
+def topic_terms_range(lam, eta, out, elog_sum, k0, k1):
+    W = lam.shape[1]
     const = math.lgamma(W * eta) - W * math.lgamma(eta)
-    for k in range(K):
+    for k in range(k0, k1):
         s = _row_sum(lam, k)
         ps = digamma(s)
         t = const - math.lgamma(s)
@@ -128,11 +194,36 @@ def e_step(
     """
     S = ptr.shape[0] - 1
     U, K = elog_wk.shape
-    keep_phi = phi_out.shape[0] == wid.shape[0]
     # exp(E[log phi_kw] - max_k E[log phi_kw]) and the per-word shift, so nothing underflows
     shift = np.empty(U, dtype=np.float64)
     x = np.empty((U, K), dtype=np.float64)
-    for u in range(U):
+    exp_shifted(elog_wk, shift, x, 0, U)
+    e_step_docs(
+        ptr,
+        wid,
+        cnt,
+        x,
+        shift,
+        alpha,
+        alpha_beta,
+        theta,
+        init_theta,
+        max_iter,
+        tol,
+        sstats,
+        phi_out,
+        doc_elbo,
+        doc_iters,
+        0,
+        S,
+    )
+
+
+# e_step's prologue for words u0..u1-1: x[u, k] = exp(E[log phi_kw] - shift[u]), shift[u] = max_k E[log phi_kw].
+@numba.njit(cache=True, nogil=True)
+def exp_shifted(elog_wk, shift, x, u0, u1):
+    K = elog_wk.shape[1]
+    for u in range(u0, u1):
         m = elog_wk[u, 0]
         for k in range(1, K):
             if elog_wk[u, k] > m:
@@ -140,11 +231,37 @@ def e_step(
         shift[u] = m
         for k in range(K):
             x[u, k] = math.exp(elog_wk[u, k] - m)
+
+
+# L1-L2 for documents j0..j1-1 (e_step's loop; a thread's block of the minibatch): writes only
+# their rows of theta, phi_out, doc_elbo, doc_iters and adds to sstats, which a thread owns.
+@numba.njit(cache=True, nogil=True)
+def e_step_docs(
+    ptr,
+    wid,
+    cnt,
+    x,
+    shift,
+    alpha,
+    alpha_beta,
+    theta,
+    init_theta,
+    max_iter,
+    tol,
+    sstats,
+    phi_out,
+    doc_elbo,
+    doc_iters,
+    j0,
+    j1,
+):
+    K = x.shape[1]
+    keep_phi = phi_out.shape[0] == wid.shape[0]
     e = np.empty(K, dtype=np.float64)
     psi = np.empty(K, dtype=np.float64)
     acc = np.empty(K, dtype=np.float64)
     n = np.empty(K, dtype=np.float64)
-    for j in range(S):
+    for j in range(j0, j1):
         lo = ptr[j]
         hi = ptr[j + 1]
         length = 0.0

@@ -73,6 +73,7 @@ from scipy.special import digamma, gammaln, polygamma
 from ...errors import InputError
 from ...kernels.rng import shuffle, uniform
 from ...snapshot import Snapshot
+from ...threads import split
 from ..base import KAPPA, NONNEGATIVE, POSITIVE, POSITIVE_INT, PRIOR, Model, Range
 from . import kernels as kern
 from .quasi_newton import maximize_box
@@ -306,7 +307,7 @@ class _VariationalHdp(Model):
     order of beta*."""
 
     eval_method = "vb"
-    supports_threads = False  # the kernels are serial
+    supports_threads = True  # the local step by blocks of documents, lambda by topics (docs)
     STATE_VERSION = 2  # 2: keys lam, beta_star, alpha, gamma, beta (the prior) in place of beta (beta*), hyper
     defaults = {
         "K": 100,
@@ -400,10 +401,18 @@ class _VariationalHdp(Model):
 
     # -- pieces of the bound --------------------------------------------------------
 
-    def _topic_terms(self, lam=None):
+    def _topic_terms(self, lam=None, elog_sum=None):
+        """T_k of every topic of ``lam`` (the model's lambda unless given); fills ``elog_sum``
+        (sum_w E[log phi_kw]) when given. Threads take ranges of topics (the same bits)."""
         lam = self.lam if lam is None else lam
-        out = np.empty(lam.shape[0])
-        kern.topic_terms(lam, self.beta, out, np.empty(lam.shape[0]))
+        K = lam.shape[0]
+        out = np.empty(K)
+        elog_sum = np.empty(K) if elog_sum is None else elog_sum
+        if self.threads == 1:
+            kern.topic_terms(lam, self.beta, out, elog_sum)
+        else:
+            cut = split(K, self.threads)
+            self.workers.run(lambda t: kern.topic_terms_range(lam, self.beta, out, elog_sum, cut[t], cut[t + 1]))
         return out
 
     def _local_step(self, mb, theta, init_theta, keep_phi, max_iter=None, lam=None, alpha=None, beta_star=None):
@@ -414,28 +423,69 @@ class _VariationalHdp(Model):
         beta_star = self.beta_star if beta_star is None else beta_star
         K = lam.shape[0]
         elog = np.empty((mb.U, K))
-        kern.expected_log_topics(lam, mb.words, elog)
         sstats = np.zeros((mb.U, K))
         phi = np.zeros((len(mb.wid) if keep_phi else 0, K))
         doc_elbo = np.zeros(mb.S)
         doc_iters = np.zeros(mb.S, dtype=np.int64)
-        kern.e_step(
-            mb.ptr,
-            mb.wid,
-            mb.cnt,
-            elog,
-            alpha,
-            alpha * beta_star,
-            theta,
-            init_theta,
-            self.opts["local_iterations"] if max_iter is None else max_iter,
-            self.opts["local_tol"],
-            sstats,
-            phi,
-            doc_elbo,
-            doc_iters,
-        )
+        max_iter = self.opts["local_iterations"] if max_iter is None else max_iter
+        local = (mb.ptr, mb.wid, mb.cnt)
+        after = (alpha, alpha * beta_star, theta, init_theta, max_iter, self.opts["local_tol"])
+        if self.threads == 1:
+            kern.expected_log_topics(lam, mb.words, elog)
+            kern.e_step(*local, elog, *after, sstats, phi, doc_elbo, doc_iters)
+        else:
+            self._threaded_local_step(mb, lam, elog, local, after, sstats, phi, doc_elbo, doc_iters)
         return sstats, phi, doc_elbo, doc_iters
+
+    def _threaded_local_step(self, mb, lam, elog, local, after, sstats, phi, doc_elbo, doc_iters):
+        """The local step on T threads: E[log phi] by topics, then by words; each thread the
+        documents of one block of the minibatch (about equal tokens) with its own statistics
+        (part 0 in ``sstats`` itself); the parts are then added to sstats in thread order, by
+        words. Documents are independent given the global parameters, so only the order of the
+        sums over documents in sstats depends on T."""
+        T, (U, K) = self.threads, elog.shape
+        topics, words = split(K, T), split(U, T)
+        docs = np.searchsorted(mb.ptr, int(mb.ptr[0]) + np.array(split(int(mb.ptr[-1] - mb.ptr[0]), T)), side="left")
+        docs[-1] = mb.S
+        ps, shift, x = np.empty(K), np.empty(U), np.empty((U, K))
+        parts = np.zeros((T - 1, U, K))
+
+        def prologue(t):
+            kern.topic_digamma_sums(lam, ps, topics[t], topics[t + 1])
+
+        def words_part(t):
+            kern.expected_log_words(lam, mb.words, ps, elog, words[t], words[t + 1])
+            kern.exp_shifted(elog, shift, x, words[t], words[t + 1])
+
+        def docs_part(t):
+            own = sstats if t == 0 else parts[t - 1]
+            kern.e_step_docs(*local, x, shift, *after, own, phi, doc_elbo, doc_iters, docs[t], docs[t + 1])
+
+        self.workers.run(prologue)
+        self.workers.run(words_part)
+        self.workers.run(docs_part)
+        self.workers.run(lambda t: kern.add_parts(sstats, parts, words[t], words[t + 1]))
+
+    def _combine(self, prior, hist, words, mbstats):
+        """split_merge.combine (lambda = prior + hist, + mbstats on the minibatch's words), on
+        the model's threads by ranges of topics (the same bits)."""
+        if self.threads == 1:
+            return combine(prior, hist, words, mbstats)
+        out = np.empty_like(hist)
+        cut = split(hist.shape[0], self.threads)
+        self.workers.run(lambda t: kern.combine_rows(prior, hist, words, mbstats, out, cut[t], cut[t + 1]))
+        return out
+
+    def _online_lambda(self, eta, keep, prior, words, coef, sstats):
+        """(G2): prior + keep (lambda - eta), + coef sstats on the minibatch's words, by ranges
+        of topics on the model's threads (each topic's row is its own: the same bits for any T)."""
+        out = np.empty_like(self.lam)
+        cut = split(self.K, self.threads)
+        lam = self.lam
+        self.workers.run(
+            lambda t: kern.online_lambda(lam, eta, keep, prior, words, coef, sstats, out, cut[t], cut[t + 1])
+        )
+        return out
 
     def _sort_topics(self, *columns_of):
         """Put the topics in decreasing order of beta*; permutes lambda, beta* and the given
@@ -604,9 +654,8 @@ class OnlineHdp(_VariationalHdp):
         scale = self.D / S
 
         # the bound of the model as it met this minibatch (after the local step)
-        T = np.empty(K)
         elog_sum = np.empty(K)
-        kern.topic_terms(self.lam, self.beta, T, elog_sum)
+        T = self._topic_terms(elog_sum=elog_sum)
         elbo = float(kern.log_stick_prior(self.beta_star, self.gamma)) + T.sum() + scale * doc_elbo_sum
 
         rho = self.rho()
@@ -615,8 +664,10 @@ class OnlineHdp(_VariationalHdp):
 
         # the online update of lambda (on its pseudo-counts lambda - beta) and of beta*, in parts
         # (split_merge.MoveState): lambda = beta + (1 - rho)(lambda - beta) + rho D/|S| sstats
-        hist = (1.0 - rho) * (self.lam - self.beta)
-        mbstats = (rho * scale) * sstats
+        # (hdp-online: in one threaded kernel, below, from the prior before this step's update)
+        fused, old_prior = not self.moves, self.beta
+        hist = None if fused else (1.0 - rho) * (self.lam - self.beta)
+        mbstats = None if fused else (rho * scale) * sstats
         bhist = (1.0 - rho) * self.beta_star
         bmb = rho * beta_hat
         beta_new = bhist + bmb
@@ -640,7 +691,10 @@ class OnlineHdp(_VariationalHdp):
             parts, metrics = self._moves_on_ranks(mb, scale, rho, theta, n, beta_new, parts)
         hist, mbstats, bhist, bmb = parts
 
-        self.lam = combine(prior, hist, words, mbstats)
+        if fused:
+            self.lam = self._online_lambda(old_prior, 1.0 - rho, prior, words, rho * scale, sstats)
+        else:
+            self.lam = self._combine(prior, hist, words, mbstats)
         self.K = self.lam.shape[0]
         beta_star = np.maximum(bhist + bmb, BETA_FLOOR)
         self.beta_star = beta_star / beta_star.sum()
@@ -723,7 +777,7 @@ class OnlineHdp(_VariationalHdp):
         theta[:, :K] = alpha * beta_new[:K] + n
         theta[:, K] = alpha * beta_new[K]
         for _ in range(o["split_iterations"]):
-            lam_now = combine(prior, hist, mb.words, mbstats)
+            lam_now = self._combine(prior, hist, mb.words, mbstats)
             sstats, phi, _, _ = self._local_step(mb, theta, False, True, lam=lam_now, alpha=alpha, beta_star=beta_new)
             mbstats = (rho * scale) * sstats
         state = MoveState(
@@ -871,7 +925,7 @@ class BatchHdp(_VariationalHdp):
                     self.gamma = g
             if o["optimize_beta"]:
                 elog_sum = np.empty(K)
-                kern.topic_terms(self.lam, self.beta, np.empty(K), elog_sum)
+                self._topic_terms(elog_sum=elog_sum)
                 self.beta = self._prior_update(elog_sum)
         self._sort_topics(self.theta)
         self.iteration += 1
