@@ -339,9 +339,8 @@ def test_protocol_declarations(small_bars):
     assert oh.OnlineHdp.step_unit == oh.OnlineHdpSplitMerge.step_unit == "minibatch"
     assert oh.BatchHdp.step_unit == "pass"
     for cls in MODELS.values():
-        assert not cls.supports_threads and cls.eval_method == "vb"
-        with pytest.raises(InputError):
-            cls.check_threads(2)
+        # threads: tests/test_online_hdp_threads.py
+        assert cls.supports_threads and cls.eval_method == "vb" and cls.check_threads(2) == 2
         with pytest.raises(InputError):
             make(cls, train, K=0)
         with pytest.raises(InputError):
