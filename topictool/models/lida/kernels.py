@@ -441,8 +441,14 @@ def _resample_doc_theta_bar(d, theta_bar, m_k, n_dk, K_d, n_d, alpha, a, b, nonp
 # Eq. (6): resample θ̄_kd of every unused (document, topic) pair (finite K).
 @numba.njit(cache=True, nogil=True)
 def resample_theta_bar(token_ptr, z, theta_bar, m_k, alpha, a, b, rng):
+    resample_theta_bar_docs(0, token_ptr.shape[0] - 1, token_ptr, z, theta_bar, m_k, alpha, a, b, rng)
+
+
+# Eq. (6) over documents d0..d1-1 (a thread's block; D is still theta_bar's row count).
+@numba.njit(cache=True, nogil=True)
+def resample_theta_bar_docs(d0, d1, token_ptr, z, theta_bar, m_k, alpha, a, b, rng):
     n_dk = np.zeros(theta_bar.shape[1], dtype=np.int64)
-    for d in range(token_ptr.shape[0] - 1):
+    for d in range(d0, d1):
         K_d = _doc_counts(token_ptr, z, theta_bar, d, n_dk)
         n_d = token_ptr[d + 1] - token_ptr[d]
         _resample_doc_theta_bar(d, theta_bar, m_k, n_dk, K_d, n_d, alpha, a, b, False, rng)
@@ -705,3 +711,148 @@ def expected_log_likelihood(doc_ptr, word_ids, counts, theta, phi_wk):
                 p += theta[d, k] * phi_wk[v, k]
             total += counts[j] * math.log(p)
     return total
+
+
+# ----------------------------------------------------------------------------------------
+# threads (AD-LDA, Newman et al. 2009): each thread samples its own documents (or words)
+# against its own copy of the statistics shared across them; the copies' changes are summed
+# into the global statistics after the phase. All counts are integers, so the merge is exact
+# and does not depend on the order in which the threads ran.
+
+
+# Phase 1, thread t: (5) over documents d0..d1-1 against the thread's copies of n_vk and n_k,
+# then, when theta_step, (6) over the same documents against its copy of m_k. block_ptr and
+# block_theta are token_ptr[d0 : d1 + 1] and theta_bar[d0:d1] (sliced by the caller, so that
+# sweep_topics keeps its C-contiguous signature). Returns the rejected draws.
+@numba.njit(cache=True, nogil=True)
+def sweep_block(
+    d0,
+    d1,
+    token_ptr,
+    block_ptr,
+    words,
+    z,
+    theta_bar,
+    block_theta,
+    phi_bar,
+    tw_ptr,
+    tw_topic,
+    tw_count,
+    tw_len,
+    n_k,
+    V_k,
+    m_k,
+    loc_topic,
+    loc_count,
+    loc_len,
+    loc_n_k,
+    loc_m_k,
+    alpha,
+    beta,
+    a,
+    b,
+    theta_step,
+    rng,
+):
+    loc_topic[:] = tw_topic
+    loc_count[:] = tw_count
+    loc_len[:] = tw_len
+    loc_n_k[:] = n_k
+    rejections = sweep_topics(
+        block_ptr, words, z, block_theta, phi_bar, tw_ptr, loc_topic, loc_count, loc_len, loc_n_k, V_k, alpha, beta, rng
+    )
+    if theta_step:
+        loc_m_k[:] = m_k
+        resample_theta_bar_docs(d0, d1, token_ptr, z, theta_bar, loc_m_k, alpha, a, b, rng)
+    return rejections
+
+
+# The global n_vk of words v0..v1-1 := n_vk + Σ_t (copy_t − n_vk), in the canonical layout
+# (topics ascending, unused slots zero: what build_counts gives from z). Returns the number
+# of words whose merged counts broke a constraint (a negative count, or more topics than the
+# word has slots): 0 unless the threads touched data that was not theirs.
+@numba.njit(cache=True, nogil=True)
+def merge_word_lists(v0, v1, K, tw_ptr, tw_topic, tw_count, tw_len, loc_topic, loc_count, loc_len):
+    T = loc_topic.shape[0]
+    delta = np.zeros(K, dtype=np.int64)
+    seen = np.zeros(K, dtype=np.uint8)
+    order = np.empty(K, dtype=np.int64)
+    bad = 0
+    for v in range(v0, v1):
+        s = tw_ptr[v]
+        L = tw_len[v]
+        n = 0
+        for j in range(L):
+            k = tw_topic[s + j]
+            delta[k] -= (T - 1) * tw_count[s + j]
+            if not seen[k]:
+                seen[k] = 1
+                order[n] = k
+                n += 1
+        for t in range(T):
+            for j in range(loc_len[t, v]):
+                k = loc_topic[t, s + j]
+                delta[k] += loc_count[t, s + j]
+                if not seen[k]:
+                    seen[k] = 1
+                    order[n] = k
+                    n += 1
+        order[:n].sort()
+        L_new = 0
+        broken = False
+        for i in range(n):
+            k = order[i]
+            c = delta[k]
+            if c < 0 or (c > 0 and s + L_new >= tw_ptr[v + 1]):
+                broken = True
+            elif c > 0:
+                tw_topic[s + L_new] = k
+                tw_count[s + L_new] = c
+                L_new += 1
+            delta[k] = 0
+            seen[k] = 0
+        for j in range(L_new, L):
+            tw_topic[s + j] = 0
+            tw_count[s + j] = 0
+        tw_len[v] = L_new
+        if broken:
+            bad += 1
+    return bad
+
+
+# Phase 2, thread t: merge the n_vk of words v0..v1-1, then, when phi_step, (7) over the same
+# words against the thread's copy of V_k (m_v and φ̄ rows are per word: the thread's own).
+# block_* are tw_ptr[v0 : v1 + 1], tw_len[v0:v1], phi_bar[v0:v1] and m_v[v0:v1].
+@numba.njit(cache=True, nogil=True)
+def word_block(
+    v0,
+    v1,
+    tw_ptr,
+    tw_topic,
+    tw_count,
+    tw_len,
+    loc_topic,
+    loc_count,
+    loc_len,
+    phi_step,
+    block_tw_ptr,
+    block_tw_len,
+    block_phi,
+    block_m_v,
+    V_k,
+    loc_V_k,
+    n_k,
+    in_use,
+    beta,
+    c,
+    e,
+    n_topics,
+    rng,
+):
+    bad = merge_word_lists(v0, v1, n_k.shape[0], tw_ptr, tw_topic, tw_count, tw_len, loc_topic, loc_count, loc_len)
+    if phi_step:
+        loc_V_k[:] = V_k
+        resample_phi_bar(
+            block_tw_ptr, tw_topic, block_tw_len, block_phi, block_m_v, loc_V_k, n_k, in_use, beta, c, e, n_topics, rng
+        )
+    return bad

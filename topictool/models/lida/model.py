@@ -38,14 +38,25 @@ with ``initial_topics`` topics on in every document.
 Memory: 4 bytes of word id and 2 of topic per token (4 when K ≥ 32768), up to two int32
 per token in the word-topic lists, plus D x K and W x K bytes for θ̄ and φ̄ (``theta_on``
 and ``phi_on``; the state arrays ``theta_bar`` and ``phi_bar`` are the same matrices packed
-8 to a byte along each row, as checkpoints hold them). Sampling runs on one thread; --threads
-above 1 is refused.
+8 to a byte along each row, as checkpoints hold them), and with T > 1 threads T copies of
+the word lists (see _step_threads).
+
+Threads (--threads T > 1): AD-LDA's scheme (Newman et al. 2009) on both sides. Documents are
+cut into T blocks of about equal tokens; thread t samples (5) and, finite, (6) over its block
+against its own copies of n_vk, n_k and m_k; the copies' changes are summed into the global
+counts. Then words are cut into T ranges; thread t merges its words' n_vk and samples (7)
+over them against its own copy of V_k, summed back likewise. The nonparametric step (9)
+allocates topic slots and φ̄ columns every document shares, so it stays on one thread
+(between the two phases; a few ms). Thread t draws from rng row t; T = 1 runs the serial
+kernels unchanged.
 """
 
 import numpy as np
 
+from ...corpus.corpus import token_blocks
 from ...errors import InputError
 from ...snapshot import Snapshot
+from ...threads import split
 from ..base import POSITIVE_INT, PRIOR, Model, doc_topic_counts
 from . import kernels as kern
 
@@ -90,7 +101,7 @@ class LidaGibbs(Model):
     }
     doc_topic_bytes = 1
     step_unit = "sweep"
-    supports_threads = False
+    supports_threads = True  # AD-LDA blocks of documents, then of words (_step_threads)
     eval_method = "gibbs"
     STATE_VERSION = 1
     # θ̄ (D, K) and φ̄ (W, K) in checkpoints: packed bits of theta_on and phi_on
@@ -141,6 +152,28 @@ class LidaGibbs(Model):
         self.tw_count = np.zeros(self.tw_ptr[-1], dtype=np.int32)
         self.tw_len = np.zeros(self.W, dtype=np.int32)
         self.n_k = np.zeros(self.K, dtype=np.int32)
+        T = self.threads
+        if T > 1:
+            # thread t: documents block_ptr[t]..block_ptr[t+1] (about N/T tokens), words
+            # word_ptr[t]..word_ptr[t+1] (each word costs about K in (7)), and its copies of the
+            # shared statistics (scratch: refilled from the global ones at every step)
+            self.block_ptr = token_blocks(self.token_ptr, T)
+            self.word_ptr = np.asarray(split(self.W, T), dtype=np.int64)
+            self.loc_topic = np.zeros((T, len(self.tw_topic)), dtype=np.int32)
+            self.loc_count = np.zeros((T, len(self.tw_count)), dtype=np.int32)
+            self.loc_len = np.zeros((T, self.W), dtype=np.int32)
+            self.loc_n_k = np.zeros((T, self.K), dtype=np.int32)
+            self.loc_m_k = np.zeros((T, self.K), dtype=np.int64)
+            self.loc_V_k = np.zeros((T, self.K), dtype=np.int64)
+
+    def rng_streams(self):
+        return self.threads  # row t: thread t's blocks (row 0 alone with one thread)
+
+    @classmethod
+    def memory_estimate(cls, D, W, N, options, threads=1):
+        """Model's bound, plus each thread's copy of the word lists (at most 8 bytes a token)."""
+        extra = threads * (8 * N + 4 * W) if threads > 1 else 0
+        return super().memory_estimate(D, W, N, options, threads) + extra
 
     def initialise(self):
         if self.nonparametric:
@@ -196,6 +229,8 @@ class LidaGibbs(Model):
 
     def step(self):
         """One iteration: z by (5), θ̄ by (6) or (9), φ̄ by (7)."""
+        if self.threads > 1:
+            return self._step_threads()
         rejections = kern.sweep_topics(
             self.token_ptr,
             self.words,
@@ -215,35 +250,137 @@ class LidaGibbs(Model):
         metrics = {}
         if self.sparse_theta:
             if self.nonparametric:
-                created, removed, denied = kern.resample_theta_bar_ibp(
-                    self.token_ptr,
-                    self.z,
-                    self.theta_on,
-                    self.m_k,
-                    self.alpha,
-                    self.b,
-                    self.new_rate,
-                    self.phi_on,
-                    self.m_v,
-                    self.V_k,
-                    self.c,
-                    self.e,
-                    self.sparse_phi,
-                    self.rng,
-                )
-                metrics.update(
-                    topics_created=int(created), topics_removed=int(removed), capacity_denied=round(float(denied), 6)
-                )
+                metrics.update(self._theta_bar_ibp())
             else:
                 kern.resample_theta_bar(
                     self.token_ptr, self.z, self.theta_on, self.m_k, self.alpha, self.a, self.b, self.rng
                 )
         if self.sparse_phi:
             kern.resample_phi_bar(*self._phi_bar_args(), self.rng)
+        return self._finish(metrics, rejections)
+
+    def _theta_bar_ibp(self):
+        """(9) over every document, on one thread (row 0 of the random streams)."""
+        created, removed, denied = kern.resample_theta_bar_ibp(
+            self.token_ptr,
+            self.z,
+            self.theta_on,
+            self.m_k,
+            self.alpha,
+            self.b,
+            self.new_rate,
+            self.phi_on,
+            self.m_v,
+            self.V_k,
+            self.c,
+            self.e,
+            self.sparse_phi,
+            self.rng,
+        )
+        return dict(topics_created=int(created), topics_removed=int(removed), capacity_denied=round(float(denied), 6))
+
+    def _finish(self, metrics, rejections):
         self.iteration += 1
         metrics.update(self.activation_metrics())
         metrics["rejected_draws_per_token"] = round(int(rejections) / self.N, 6)
         return metrics
+
+    def _step_threads(self):
+        """One iteration on T threads, two phases (one barrier each):
+
+        1. documents: thread t samples (5) over its block of documents against its own copy
+           of the word lists n_vk and of n_k, then (finite θ̄) (6) over the same documents
+           against its own copy of m_k. Each document's z and θ̄ row belong to one thread,
+           and φ̄ and V_k are not written, so the masks the sweep obeys hold throughout.
+           n_k and m_k := global + Σ_t (copy_t − global) (exact integers, t in order).
+           Nonparametric: (9) then runs on one thread (it hands out topic slots and draws
+           φ̄ columns that every document shares).
+        2. words: thread t merges the n_vk of its range of words (the same sum, per word),
+           then samples (7) over those words against its own copy of V_k (each word's φ̄ row
+           and m_v are its thread's alone); V_k := V_k + Σ_t (copy_t − V_k).
+        """
+        T = self.threads
+        bp, wp = self.block_ptr, self.word_ptr
+        finite_theta = self.sparse_theta and not self.nonparametric
+        rejections = np.zeros(T, dtype=np.int64)
+
+        def documents(t):
+            d0, d1 = int(bp[t]), int(bp[t + 1])
+            rejections[t] = kern.sweep_block(
+                d0,
+                d1,
+                self.token_ptr,
+                self.token_ptr[d0 : d1 + 1],
+                self.words,
+                self.z,
+                self.theta_on,
+                self.theta_on[d0:d1],
+                self.phi_on,
+                self.tw_ptr,
+                self.tw_topic,
+                self.tw_count,
+                self.tw_len,
+                self.n_k,
+                self.V_k,
+                self.m_k,
+                self.loc_topic[t],
+                self.loc_count[t],
+                self.loc_len[t],
+                self.loc_n_k[t],
+                self.loc_m_k[t],
+                self.alpha,
+                self.beta,
+                self.a,
+                self.b,
+                finite_theta,
+                self.rng[t : t + 1],
+            )
+
+        self.workers.run(documents)
+        self.n_k += _summed_change(self.loc_n_k, self.n_k)
+        metrics = {}
+        if finite_theta:
+            self.m_k += _summed_change(self.loc_m_k, self.m_k)
+        elif self.sparse_theta:
+            metrics.update(self._theta_bar_ibp())
+        in_use = self._in_use()
+        n_topics = int(in_use.sum())
+        bad = np.zeros(T, dtype=np.int64)
+
+        def words(t):
+            v0, v1 = int(wp[t]), int(wp[t + 1])
+            bad[t] = kern.word_block(
+                v0,
+                v1,
+                self.tw_ptr,
+                self.tw_topic,
+                self.tw_count,
+                self.tw_len,
+                self.loc_topic,
+                self.loc_count,
+                self.loc_len,
+                self.sparse_phi,
+                self.tw_ptr[v0 : v1 + 1],
+                self.tw_len[v0:v1],
+                self.phi_on[v0:v1],
+                self.m_v[v0:v1],
+                self.V_k,
+                self.loc_V_k[t],
+                self.n_k,
+                in_use,
+                self.beta,
+                self.c,
+                self.e,
+                n_topics,
+                self.rng[t : t + 1],
+            )
+
+        self.workers.run(words)
+        if bad.any():  # the merged counts are those of z, or a thread wrote what was not its own
+            raise RuntimeError(f"lida-gibbs thread merge: {int(bad.sum())} words' merged counts are inconsistent")
+        if self.sparse_phi:
+            self.V_k += _summed_change(self.loc_V_k, self.V_k)
+        return self._finish(metrics, rejections.sum())
 
     def activation_metrics(self):
         """Fractions of active (document, topic) and (word, topic) pairs among the topics in use."""
@@ -376,3 +513,11 @@ class LidaGibbs(Model):
         topics in use when nonparametric (the snapshot keeps only those)."""
         n_dk = self._doc_topic_counts()
         return n_dk[:, self._in_use().astype(bool)] if self.nonparametric else n_dk
+
+
+def _summed_change(copies, base):
+    """Σ_t (copies[t] − base), t = 0..T-1 in order (int64: exact)."""
+    total = np.zeros(base.shape, dtype=np.int64)
+    for t in range(copies.shape[0]):
+        total += copies[t].astype(np.int64) - base
+    return total.astype(base.dtype)
