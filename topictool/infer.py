@@ -6,8 +6,9 @@ line, LdaC, UCI, a prepared corpus); text is tokenised exactly as the model's tr
 was (the snapshot records the prepare options, the vocabulary is the model's), and words the
 model lacks are dropped and counted. Each document is then folded in by the model's own
 method (evaluate/completion.fold_in: Gibbs with phi fixed, the VB fixed point for variational
-models, the burst-aware document model for bursty ones), seeded per document, so the result is
-the same for any number of threads.
+models, the burst-aware document model for bursty ones), seeded per document; ``threads``
+blocks of documents run on as many real threads (evaluate/blocks.py), and the result is the
+same for any number of threads.
 """
 
 import time

@@ -25,18 +25,19 @@ and the per-token probabilities are averaged over the samples; perplexity =
 exp(- sum log p / held-out tokens). With b_psi -> infinity this is the plain measure.
 
 Determinism: document d uses its own random stream seeded from (seed, d) with
-topictool.kernels.rng.seed_row, results are summed in document order: identical for any
-number of threads.
+topictool.kernels.rng.seed_row, the documents run in blocks on real threads
+(evaluate/blocks.py), each writing only its own rows, and results are summed in document order:
+identical for any number of threads.
 """
 
 import numba
 import numpy as np
-from numba import prange
 
 from ..errors import InputError
 from ..kernels.rng import seed_row, uniform
 from ..kernels.stirling import StirlingTable
 from ..models.hca.burst import burst_weights
+from .blocks import over_blocks
 from .plain import split_arrays
 
 
@@ -130,14 +131,17 @@ def _burst_document(phi_wk, alpha, b_psi, a_psi, R, obs, held, burn_in, samples,
     return ll
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _all_documents(phi_wk, alpha, b_psi, a_psi, R, docs, burn_in, samples, seed, state, loglik, theta_out, counts_out):
-    """Every document of docs (the split's arrays, see plain.split_arrays) in parallel."""
+@numba.njit(cache=True, nogil=True)
+def _all_documents(
+    phi_wk, alpha, b_psi, a_psi, R, docs, lo, hi, burn_in, samples, seed, state, loglik, theta_out, counts_out
+):
+    """Documents lo <= d < hi of docs (the split's arrays, see plain.split_arrays): one thread's
+    block; document d uses only row d of state, loglik, theta_out and counts_out."""
     obs_ptr, obs_words, held_ptr, held_words = docs
     D = obs_ptr.shape[0] - 1
     none = np.zeros(0, dtype=np.float64)
     no_counts = np.zeros(0, dtype=np.int64)
-    for d in prange(D):
+    for d in range(lo, hi):
         seed_row(state, d, seed, d)
         theta = theta_out[d] if theta_out.shape[0] == D else none
         counts = counts_out[d] if counts_out.shape[0] == D else no_counts
@@ -158,10 +162,11 @@ def _all_documents(phi_wk, alpha, b_psi, a_psi, R, docs, burn_in, samples, seed,
         )
 
 
-def burst_scores(snapshot, split, burn_in, samples, seed, keep=False):
+def burst_scores(snapshot, split, burn_in, samples, seed, keep=False, threads=1):
     """Per-document log-likelihood of the held-out tokens of ``split`` under a snapshot with
     burst_concentration and burst_discount (the front end: evaluate/completion.py); with
-    ``keep``, also the fold-in's theta (D, K) and last topic counts (D, K)."""
+    ``keep``, also the fold-in's theta (D, K) and last topic counts (D, K). The documents run
+    in ``threads`` blocks on as many threads (evaluate/blocks.py)."""
     phi = np.asarray(snapshot.phi, dtype=np.float64)
     alpha = np.asarray(snapshot.alpha, dtype=np.float64)
     b_psi = np.asarray(snapshot.burst_concentration, dtype=np.float64)
@@ -183,19 +188,11 @@ def burst_scores(snapshot, split, burn_in, samples, seed, keep=False):
     state = np.zeros((max(D, 1), 4), dtype=np.uint64)
     theta = np.zeros((D if keep else 0, K), dtype=np.float64)
     counts = np.zeros((D if keep else 0, K), dtype=np.int64)
-    _all_documents(
-        np.ascontiguousarray(phi.T),
-        alpha,
-        b_psi,
-        a_psi,
-        table.R,
-        split_arrays(split),
-        np.int64(burn_in),
-        np.int64(samples),
-        np.int64(seed & 0x7FFFFFFFFFFFFFFF),
-        state,
-        loglik,
-        theta,
-        counts,
-    )
+    head = (np.ascontiguousarray(phi.T), alpha, b_psi, a_psi, table.R, split_arrays(split))
+    tail = (np.int64(burn_in), np.int64(samples), np.int64(seed & 0x7FFFFFFFFFFFFFFF), state, loglik, theta, counts)
+
+    def block(lo, hi):  # documents [lo, hi) write only their own rows
+        _all_documents(*head, np.int64(lo), np.int64(hi), *tail)
+
+    over_blocks(threads, (split.observed_ptr, split.heldout_ptr), block)
     return (loglik, theta, counts) if keep else loglik

@@ -22,10 +22,12 @@ vb     The variational E-step of LDA (Blei, Ng & Jordan 2003, eqs. 6-7) with
            gamma_k = alpha_k + sum_i r_ik
        and theta = gamma / sum(gamma).
 
-Determinism: every document is folded in with its own random stream, seeded
-from (seed, document index) inside the kernel, and per-document results are
-written to arrays and summed afterwards in document order, so the result does
-not depend on the number of threads.
+Threads and determinism: ``threads`` real threads (topictool.threads.Workers, not numba's
+pool, which is capped at the machine's cores) each fold in one block of documents of about
+equal tokens with a nogil kernel (evaluate/blocks.py). Every document is folded in with its own
+random stream, seeded from (seed, document index) inside the kernel, and per-document results
+are written to their own rows and summed afterwards in document order, so the result does not
+depend on the number of threads.
 
 MPI ranks (``evaluate --engine mpi``; ``train --test`` under ``--engine mpi``): every rank
 makes the same hold-out split of the whole test corpus, scores only its own run of documents
@@ -39,10 +41,8 @@ Pitman-Yor cache in both the fold-in and the held-out word probability
 instead of ``evaluate.plain``, on the same hold-out split.
 """
 
-import contextlib
 import time
 
-import numba
 import numpy as np
 
 from ..corpus.holdout import parse_holdout, split_corpus
@@ -195,15 +195,14 @@ def document_completion(
     )
     extra = dict(holdout=str(spec), burn_in=burn_in, samples=samples, seed=int(seed), threads=threads)
     mine, lo, hi = rank_split(split, engine) if ranks else (split, 0, split.D)
-    with numba_threads(threads):
-        if bursty:
-            loglik = burst_scores(model, mine, burn_in, samples, seed)
-            extra.update(method="gibbs-burst", burst_discount=float(model.burst_discount))
-        else:
-            loglik, iters, theta, _ = plain_scores(
-                phi, alpha, mine, method, burn_in, samples, tol, max_iter, seed, return_theta
-            )
-            extra["method"] = method
+    if bursty:
+        loglik = burst_scores(model, mine, burn_in, samples, seed, threads=threads)
+        extra.update(method="gibbs-burst", burst_discount=float(model.burst_discount))
+    else:
+        loglik, iters, theta, _ = plain_scores(
+            phi, alpha, mine, method, burn_in, samples, tol, max_iter, seed, return_theta, threads=threads
+        )
+        extra["method"] = method
     if ranks:  # every rank's documents, in document order
         loglik = engine.allgatherv(np.asarray(loglik)[lo:hi])[0]
         if not bursty:
@@ -247,8 +246,9 @@ def fold_in(snapshot, corpus, method=None, burn_in=10, samples=40, seed=1, threa
     """The topic proportions of every document of ``corpus`` (over the snapshot's vocabulary),
     all tokens observed, folded in by the model's own method (``method`` None: the snapshot's
     eval_method; the burstiness front end for a bursty snapshot). Returns (theta (D, K), topic
-    counts of the last Gibbs sweep (D, K) or None for VB, the method used). Document d uses the
-    random stream (seed, d): the same for any thread count."""
+    counts of the last Gibbs sweep (D, K) or None for VB, the method used). The documents run in
+    ``threads`` blocks on as many threads; document d uses the random stream (seed, d): the
+    same for any thread count."""
     from ..corpus.holdout import HoldoutSplit
 
     phi, alpha, _ = _model_arrays(snapshot, None)
@@ -263,13 +263,13 @@ def fold_in(snapshot, corpus, method=None, burn_in=10, samples=40, seed=1, threa
     bursty = snapshot.burst_concentration is not None
     token_ptr, words = corpus.tokens()
     split = HoldoutSplit(token_ptr, words, np.zeros(corpus.D + 1, dtype=np.int64), np.zeros(0, dtype=np.int32))
-    with numba_threads(threads):
-        if bursty:
-            _, theta, counts = burst_scores(snapshot, split, int(burn_in), int(samples), seed, keep=True)
-            return theta, counts, "gibbs-burst"
-        _, _, theta, counts = plain_scores(
-            phi, alpha, split, method, int(burn_in), int(samples), tol, max_iter, seed, True, method == "gibbs"
-        )
+    threads = int(threads)
+    if bursty:
+        _, theta, counts = burst_scores(snapshot, split, int(burn_in), int(samples), seed, keep=True, threads=threads)
+        return theta, counts, "gibbs-burst"
+    _, _, theta, counts = plain_scores(
+        phi, alpha, split, method, int(burn_in), int(samples), tol, max_iter, seed, True, method == "gibbs", threads
+    )
     return theta, counts, method
 
 
@@ -294,14 +294,3 @@ def summarise(loglik, split, D, oov, oov_held, **extra):
         "oov_heldout_tokens": int(oov_held),
         **extra,
     }
-
-
-@contextlib.contextmanager
-def numba_threads(threads):
-    """Run the scorers' parallel kernels on ``threads`` numba threads (capped at the pool)."""
-    before = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)

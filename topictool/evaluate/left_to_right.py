@@ -44,22 +44,24 @@ document's tokens are scored in a seeded random order (the hold-out order of
 corpus/holdout.py, a function of the seed and the document index only). p(w | phi, alpha)
 does not depend on the order; the estimate's noise does.
 
-Determinism: document d draws from its own random stream, seeded from (seed, d) inside the
-kernel, and the per-document log-likelihoods are summed in document order afterwards, so the
-result is the same for any number of threads.
+Threads and determinism: the documents are cut into ``threads`` blocks of about equal tokens,
+each scored by a nogil kernel on its own thread (evaluate/blocks.py); document d draws from its
+own random stream, seeded from (seed, d) inside the kernel, and the per-document
+log-likelihoods are summed in document order afterwards, so the result is the same for any
+number of threads.
 """
 
 import time
 
 import numba
 import numpy as np
-from numba import prange
 
 from ..corpus.holdout import HoldoutSplit, random_order
 from ..errors import InputError
 from ..kernels.rng import seed_row
 from ..snapshot import Snapshot
-from .completion import _check_model, _model_arrays, numba_threads, over_model_vocabulary, summarise
+from .blocks import over_blocks
+from .completion import _check_model, _model_arrays, over_model_vocabulary, summarise
 from .plain import _draw, _draw_topic
 
 METHOD = "left-to-right"
@@ -121,18 +123,18 @@ def _document_loglik(phi_wk, alpha, alpha_sum, words, particles, resample, weigh
     return ll
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _left_to_right(phi_wk, alpha, ptr, words, particles, resample, weighted, seed, state, loglik):
-    """loglik[d] = the left-to-right estimate of log p(document d), documents in parallel.
+@numba.njit(cache=True, nogil=True)
+def _left_to_right(phi_wk, alpha, ptr, words, lo, hi, particles, resample, weighted, seed, state, loglik):
+    """loglik[d] = the left-to-right estimate of log p(document d) for lo <= d < hi (one
+    thread's block).
 
     state is (D, 4): document d uses row d, seeded from (seed, d), so results do not depend
-    on the thread count.
+    on the blocks or the thread count.
     """
-    D = ptr.shape[0] - 1
     alpha_sum = 0.0
     for k in range(alpha.shape[0]):
         alpha_sum += alpha[k]
-    for d in prange(D):
+    for d in range(lo, hi):
         seed_row(state, d, seed, d)
         loglik[d] = _document_loglik(
             phi_wk, alpha, alpha_sum, words[ptr[d] : ptr[d + 1]], particles, resample, weighted, state, d
@@ -217,19 +219,20 @@ def left_to_right(
     D = split.D
     loglik = np.zeros(D, dtype=np.float64)
     state = np.zeros((D, 4), dtype=np.uint64)
-    with numba_threads(threads):
-        _left_to_right(
-            np.ascontiguousarray(phi.T),
-            alpha,
-            split.heldout_ptr,
-            split.heldout_words,
-            np.int64(particles),
-            bool(resample),
-            bool(weighted),
-            np.int64(int(seed) & 0x7FFFFFFFFFFFFFFF),
-            state,
-            loglik,
-        )
+    head = (np.ascontiguousarray(phi.T), alpha, split.heldout_ptr, split.heldout_words)
+    tail = (
+        np.int64(particles),
+        bool(resample),
+        bool(weighted),
+        np.int64(int(seed) & 0x7FFFFFFFFFFFFFFF),
+        state,
+        loglik,
+    )
+
+    def block(lo, hi):  # documents [lo, hi) write only their own rows of state and loglik
+        _left_to_right(*head, np.int64(lo), np.int64(hi), *tail)
+
+    over_blocks(threads, (split.heldout_ptr,), block)
     result = summarise(
         loglik,
         split,

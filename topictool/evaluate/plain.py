@@ -4,10 +4,10 @@ the definitions), then the held-out tokens scored by sum_k theta_k phi_kw."""
 
 import numba
 import numpy as np
-from numba import prange
 
 from ..kernels.rng import seed_row, uniform
 from ..kernels.special import digamma
+from .blocks import over_blocks
 
 METHODS = ("gibbs", "vb")
 
@@ -136,11 +136,13 @@ def _vb_theta(phi_wk, alpha, words, tol, max_iter, theta):
     return it
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@numba.njit(cache=True, nogil=True)
 def _fold_in_and_score(
     phi_wk,
     alpha,
     docs,
+    lo,
+    hi,
     method,
     burn_in,
     samples,
@@ -153,11 +155,11 @@ def _fold_in_and_score(
     loglik,
     iters,
 ):
-    """Per document d (in parallel): fold in theta on the observed tokens, then
-    loglik[d] = sum over held-out tokens of log sum_k theta_k phi_{k, w}.
+    """Per document d of lo <= d < hi (one thread's block, evaluate/blocks.py): fold in theta on
+    the observed tokens, then loglik[d] = sum over held-out tokens of log sum_k theta_k phi_{k, w}.
 
     method 0 = Gibbs, 1 = VB. state is (D, 4): document d uses row d, seeded
-    from (seed, d), so results do not depend on the thread count. theta_out is
+    from (seed, d), so results do not depend on the blocks or the thread count. theta_out is
     (D, K) to keep every document's theta, or (0, K) to keep none; counts_out likewise
     for the Gibbs fold-in's topic counts of its last sweep. docs: the split's arrays
     (observed_ptr, observed_words, heldout_ptr, heldout_words).
@@ -167,7 +169,7 @@ def _fold_in_and_score(
     K = alpha.shape[0]
     keep = theta_out.shape[0] == D
     no_counts = np.zeros(0, dtype=np.int64)
-    for d in prange(D):
+    for d in range(lo, hi):
         theta = np.empty(K, dtype=np.float64)
         words = obs_words[obs_ptr[d] : obs_ptr[d + 1]]
         if method == 0:
@@ -195,9 +197,12 @@ def split_arrays(split):
     return (split.observed_ptr, split.observed_words, split.heldout_ptr, split.heldout_words)
 
 
-def plain_scores(phi, alpha, split, method, burn_in, samples, tol, max_iter, seed, keep_theta, keep_counts=False):
+def plain_scores(
+    phi, alpha, split, method, burn_in, samples, tol, max_iter, seed, keep_theta, keep_counts=False, threads=1
+):
     """(loglik per document, fold-in iterations per document, theta or an empty (0, K) array,
-    and with ``keep_counts`` the Gibbs fold-in's last topic counts (D, K), else None)."""
+    and with ``keep_counts`` the Gibbs fold-in's last topic counts (D, K), else None); the
+    documents in ``threads`` blocks on as many threads (evaluate/blocks.py)."""
     D, K = split.D, phi.shape[0]
     phi_wk = np.ascontiguousarray(phi.T)
     theta_out = np.zeros((D if keep_theta else 0, K), dtype=np.float64)
@@ -205,10 +210,8 @@ def plain_scores(phi, alpha, split, method, burn_in, samples, tol, max_iter, see
     loglik = np.zeros(D, dtype=np.float64)
     iters = np.zeros(D, dtype=np.int64)
     state = np.zeros((D, 4), dtype=np.uint64)
-    _fold_in_and_score(
-        phi_wk,
-        alpha,
-        split_arrays(split),
+    docs = split_arrays(split)
+    args = (
         np.int64(METHODS.index(method)),
         np.int64(burn_in),
         np.int64(samples),
@@ -221,4 +224,9 @@ def plain_scores(phi, alpha, split, method, burn_in, samples, tol, max_iter, see
         loglik,
         iters,
     )
+
+    def block(lo, hi):  # documents [lo, hi) write only their own rows of every output
+        _fold_in_and_score(phi_wk, alpha, docs, np.int64(lo), np.int64(hi), *args)
+
+    over_blocks(threads, (split.observed_ptr, split.heldout_ptr), block)
     return loglik, iters, theta_out, (counts_out if keep_counts else None)
