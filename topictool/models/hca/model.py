@@ -13,10 +13,12 @@ of the current one), with phi_average only; with base's seed, iteration and RNG 
 Everything else -- n_kw, n_k, the root counts, the cached factors -- is recomputed from these on
 resume (restored()).
 
-Threads: the table-indicator sweep runs on one thread, and --threads > 1 is refused. A
-document-parallel version (per-thread count deltas merged after each sweep, as lda-gibbs
-does) would also need per-thread copies of the W x K table counts and of the cached
-factors, and on the 2-core machines we measure on it is not worth it yet.
+Threads (parallel.py): with --threads T > 1 the documents are cut into T blocks by tokens and
+each thread sweeps its block against its own copy of the shared word-side and root statistics
+(counts, table counts, cached factors); the copies' changes are summed into the shared ones
+after the sweep and table counts that the merge leaves outside 1 <= t <= n are repaired.
+Initialisation and the hyper-parameters stay on one thread. One random stream per thread;
+stream 0 is also the initialisation's and the hyper-parameters', so T = 1 is unchanged.
 """
 
 import math
@@ -29,6 +31,7 @@ from ...kernels.stirling import StirlingTable, sorted_pairs
 from ...snapshot import Snapshot, doc_topic_csr
 from ..base import DISCOUNT, NONNEGATIVE, PRIOR, Model, Range, doc_topic_counts, effective_topics
 from . import hyper as hp
+from . import parallel as par
 from . import sampler as smp
 from .burst import burst_statistics, max_in_document_count, max_slots
 from .pyp import log_binomial, node_log_factor, pyp_estimate, root_estimate, root_log_factor
@@ -71,7 +74,7 @@ class HcaGibbs(Model):
 
     pyp_words = False  # the word side: Dirichlet topics (hdp-gibbs), or PYP topics over a GEM root
     step_unit = "sweep"
-    supports_threads = False
+    supports_threads = True
     eval_method = "gibbs"  # (a burst snapshot adds its document cache, evaluate/burst.py)
     limits = {
         **Model.limits,
@@ -87,8 +90,14 @@ class HcaGibbs(Model):
     @classmethod
     def memory_estimate(cls, D, W, N, options, threads=1):
         """Base's lower bound, plus the two K x W float64 sums of ``phi_average``."""
-        extra = 16 * int(options.get("K", 1)) * W if int(options.get("phi_average", 0) or 0) else 0
+        K = int(options.get("K", 1))
+        extra = 16 * K * W if int(options.get("phi_average", 0) or 0) else 0
+        if threads > 1:  # the threads' copies of n_kw (and t_kw, Aw, Bw for NP-LDA)
+            extra += threads * (16 if cls.pyp_words else 4) * K * W
         return super().memory_estimate(D, W, N, options, threads) + extra
+
+    def rng_streams(self):
+        return self.threads  # one per thread's document block; row 0 also initialises and samples hypers
 
     def state_array_names(self):
         names = ("z", "t_dk", "hyper")
@@ -297,12 +306,122 @@ class HcaGibbs(Model):
                 break
             self._grow_tables()
 
+    def _sweep_args(self, t):
+        """The sweep kernel's arguments after (adding, d, i, token_ptr, doc_ptr) for thread
+        t's copy of the shared statistics (t = None: the shared statistics themselves)."""
+        if t is None:
+            own = (self.n_kw, self.n_k, self.t_kw, self.Aw, self.Bw, self.TW_k, self.TwT, self.T_k)
+            extent, rng, stats = self.extent, self.rng, self.stats
+        else:
+            c = self._copies
+            own = (c.n_kw[t], c.n_k[t], c.t_kw[t], c.Aw[t], c.Bw[t], c.TW_k[t], c.TwT[t], c.T_k[t])
+            extent, rng, stats = c.extent[t], self.rng[t : t + 1], c.stats[t]
+        n_kw, n_k, t_kw, Aw, Bw, TW_k, TwT, T_k = own
+        return (
+            self.word_ids,
+            self.counts,
+            self.z,
+            self.r,
+            self.t_dk,
+            n_kw,
+            n_k,
+            t_kw,
+            Aw,
+            Bw,
+            TW_k,
+            TwT,
+            T_k,
+            self._R("theta"),
+            self._R("phi", self.pyp_words),
+            self._R("psi", self.burst),
+            self.hyper,
+            self.burst_concentration,
+            smp.WORD_PYP if self.pyp_words else smp.WORD_DIRICHLET,
+            self.burst,
+            self.n_slots,
+            extent,
+            self.bounds,
+            rng,
+            stats,
+        )
+
+    def _run_sweep_threaded(self):
+        """One sweep on T threads (parallel.py): each thread's block of documents against its
+        own copy of the shared statistics, then the copies' changes merged into them."""
+        T = self.threads
+        if getattr(self, "_copies", None) is None:
+            self._copies = par.Copies(T, self)
+            self._blocks = par.document_blocks(self.token_ptr, T)
+        c, blocks = self._copies, self._blocks
+        self._grow_tables()
+        c.extent[:] = self.extent
+        c.stats[:] = 0
+        pos = [(blocks[t], int(self.token_ptr[blocks[t]])) for t in range(T)]
+        done = [blocks[t] == blocks[t + 1] for t in range(T)]
+        fresh = [False] * T
+
+        def sweep_part(t):
+            if not fresh[t]:
+                par.refresh(
+                    self.n_kw, self.n_k, self.t_kw, self.Aw, self.Bw, self.TW_k, self.TwT, self.T_k,
+                    c.n_kw[t], c.n_k[t], c.t_kw[t], c.Aw[t], c.Bw[t], c.TW_k[t], c.TwT[t], c.T_k[t],
+                )  # fmt: skip
+                fresh[t] = True
+            if done[t]:
+                return
+            d, i = pos[t]
+            # the prefix of doc_ptr ends the kernel's document loop at the block's end
+            status, d, i = smp.sweep(
+                False, d, i, self.token_ptr, self.doc_ptr[: blocks[t + 1] + 1], *self._sweep_args(t)
+            )
+            pos[t] = (d, i)
+            done[t] = status == smp.STATUS_DONE
+
+        while True:
+            self.workers.run(sweep_part)
+            if all(done):
+                break
+            # a thread needs larger Stirling tables: grown while no thread runs, then the
+            # unfinished ones resume at their token (no draw was made for it)
+            np.max(c.extent, axis=0, out=self.extent)
+            self._grow_tables()
+
+        n_k0, T_k0 = self.n_k.copy(), self.T_k.copy()
+        cuts = par.split_words(self.W, T)
+        R_phi, a_phi = self._R("phi", self.pyp_words), self.hyper[smp.H_A_PHI]
+
+        def merge_part(t):
+            out = par.merge(
+                cuts[t], cuts[t + 1], self.pyp_words, self.n_kw, self.t_kw, self.Aw, self.Bw,
+                c.n_kw, c.t_kw, R_phi, a_phi, self.TwT, c.TW_part[t],
+            )  # fmt: skip
+            c.repairs[t], c.missed[t], c.max_n[t], c.max_t[t] = out
+
+        self.workers.run(merge_part)
+        for t in range(T):  # fixed order (integers: exact in any order anyway)
+            self.n_k += c.n_k[t] - n_k0
+            self.T_k += c.T_k[t] - T_k0
+            self.stats += c.stats[t]
+        np.max(c.extent, axis=0, out=self.extent)
+        if self.pyp_words:
+            self.TW_k[:] = c.TW_part.sum(axis=0)
+            self.extent[smp.X_N_PHI] = max(int(self.extent[smp.X_N_PHI]), int(c.max_n.max()))
+            self.extent[smp.X_T_PHI] = max(int(self.extent[smp.X_T_PHI]), int(c.max_t.max()))
+            if c.missed.any():
+                self._grow_tables()
+                par.fill_marked(self.n_kw, self.t_kw, self.tables["phi"].R, a_phi, self.Aw, self.Bw)
+        return int(c.repairs.sum())
+
     def step(self):
         """One Gibbs sweep over every token, then the hyper-parameter updates that are due."""
         import time
 
         self.stats[:] = 0
-        self._run_sweep()
+        repairs = None
+        if self.threads > 1:
+            repairs = self._run_sweep_threaded()
+        else:
+            self._run_sweep()
         self.iteration += 1
         t0 = time.perf_counter()
         sampled = self._sample_hyperparameters()
@@ -315,6 +434,8 @@ class HcaGibbs(Model):
             "hyper_seconds": round(time.perf_counter() - t0, 6),
         }
         metrics.update(self.hyperparameters(summary=True))
+        if repairs is not None:
+            metrics["merge_repairs"] = repairs
         if self.burst:
             metrics["burst_table_fraction"] = float(self.r.sum()) / self.N
         if self.phi_average:
@@ -509,7 +630,7 @@ class HcaGibbs(Model):
             "hyperparameters": self.hyperparameters(),
             "effective_topics": self.effective_topics(),
             "tokens": self.N,
-            "threads_used": 1,
+            "threads_used": self.threads,
             "phi_averaged_sweeps": averaged,
         }
         return Snapshot(
