@@ -7,6 +7,7 @@ import click
 from .common import (
     POSITIVE,
     SEED,
+    THREADS,
     emit_json,
     export_format_option,
     force_option,
@@ -61,9 +62,16 @@ from .common import (
 )
 @source_format_option
 @text_options
+@click.option(
+    "--threads",
+    default=1,
+    show_default=True,
+    type=THREADS,
+    help="Worker processes tokenising text (the output does not depend on it).",
+)
 @force_option
 @json_option
-def command(sources, out, fmt, force, as_json, text, shards, **kw):
+def command(sources, out, fmt, force, as_json, text, shards, threads, **kw):
     """Read SOURCE... (directories or zips of text files, a text file with one document per
     line, an LdaC file, or a UCI docword file; .gz/.bz2 read transparently) and write a
     prepared corpus directory: corpus.json, vocab.txt, train.npz and test.npz (with --shards N,
@@ -72,8 +80,13 @@ def command(sources, out, fmt, force, as_json, text, shards, **kw):
 
     opts = PrepareOptions(format=fmt, **text, **kw)
     t0 = time.perf_counter()
-    manifest = prepare(list(sources), out, opts, force=force, shards=shards)
-    manifest["seconds"] = round(time.perf_counter() - t0, 3)
+    manifest = prepare(list(sources), out, opts, force=force, shards=shards, threads=threads)
+    seconds = time.perf_counter() - t0
+    manifest["seconds"] = round(seconds, 3)
+    manifest["threads"] = threads
+    # the speed of the whole command: bytes read from the sources (MB = 10**6 bytes) per second
+    manifest["input_mb"] = round(manifest.pop("input_bytes") / 1e6, 3)
+    manifest["mb_per_s"] = round(manifest["input_mb"] / max(seconds, 1e-9), 2)
     manifest["output"] = str(out)
     if as_json:
         emit_json(manifest)
@@ -104,4 +117,6 @@ def show_manifest(m, title):
         rows.append(("exports", " ".join(m["exports"])))
     if "seconds" in m:
         rows.append(("seconds", m["seconds"]))
+    if "mb_per_s" in m:
+        rows.append(("read", f"{m['input_mb']:,.1f} MB at {m['mb_per_s']:,.1f} MB/s ({m['threads']} threads)"))
     print_table(title, ["", ("", "right")], rows, show_header=False)

@@ -53,11 +53,19 @@ def read_ldac(path, vocab, encoding="utf-8"):
 
 
 def write_ldac(corpus, path):
+    write_ldac_chunks([corpus], path)
+
+
+def write_ldac_chunks(chunks, path):
+    """One LdaC file from corpora of consecutive documents (prepare streams a split in chunks)."""
     with store.atomic_open(path, "w") as f:
-        for d in range(corpus.D):
-            lo, hi = corpus.doc_ptr[d], corpus.doc_ptr[d + 1]
-            pairs = " ".join(f"{w}:{c}" for w, c in zip(corpus.word_ids[lo:hi].tolist(), corpus.counts[lo:hi].tolist()))
-            f.write(f"{hi - lo} {pairs}\n" if hi > lo else "0\n")
+        for corpus in chunks:
+            for d in range(corpus.D):
+                lo, hi = corpus.doc_ptr[d], corpus.doc_ptr[d + 1]
+                pairs = " ".join(
+                    f"{w}:{c}" for w, c in zip(corpus.word_ids[lo:hi].tolist(), corpus.counts[lo:hi].tolist())
+                )
+                f.write(f"{hi - lo} {pairs}\n" if hi > lo else "0\n")
 
 
 def looks_like_ldac(first_lines):

@@ -6,7 +6,7 @@ import zipfile
 from pathlib import Path
 
 from ..errors import InputError
-from .sources import decode, read_lines
+from .sources import decode, file_size, read_lines
 
 #: members of a directory or zip that are plainly not documents of the collection (file names,
 #: matched without regard to case); hidden files and macOS's __MACOSX folders are skipped too
@@ -33,6 +33,24 @@ class TextSource:
         self.path, self.kind = Path(path), kind
         self.encoding, self.errors, self.include = encoding, errors, include
         self.skipped = []
+        self.bytes_read = 0  # raw bytes of the documents read so far (a lines file: its size once read)
+        self._members = None
+
+    def members(self):
+        """The documents' names of a directory or zip, listed now (prepare lists them before it
+        creates its output, which may lie inside the directory); None for a lines file."""
+        if self._members is None and self.kind == "dir":
+            self._members = self._select(_walk(self.path))
+        elif self._members is None and self.kind == "zip":
+            with self._open_zip() as zf:
+                self._members = self._select(i.filename for i in zf.infolist() if not i.is_dir())
+        return self._members
+
+    def _open_zip(self):
+        try:
+            return zipfile.ZipFile(self.path)
+        except (zipfile.BadZipFile, OSError) as e:
+            raise InputError(f"not a readable zip file: {e}", self.path) from None
 
     def __iter__(self):
         """(name, text) of every document."""
@@ -40,25 +58,25 @@ class TextSource:
         if self.kind == "lines":
             for lineno, line in read_lines(path, self.encoding, self.errors):
                 yield f"{path.name}:{lineno}", line
+            self.bytes_read += file_size(path)
         elif self.kind == "dir":
-            for name in self._select(_walk(path)):
+            for name in self.members():
                 f = path / name
                 try:
                     raw = f.read_bytes()
                 except OSError as e:
                     raise InputError(f"cannot read: {e.strerror}", f) from None
+                self.bytes_read += len(raw)
                 yield name, decode(raw, f, 1, self.encoding, self.errors)
         elif self.kind == "zip":
-            try:
-                zf = zipfile.ZipFile(path)
-            except (zipfile.BadZipFile, OSError) as e:
-                raise InputError(f"not a readable zip file: {e}", path) from None
-            with zf:
-                for name in self._select(i.filename for i in zf.infolist() if not i.is_dir()):
+            names = self.members()
+            with self._open_zip() as zf:
+                for name in names:
                     try:
                         raw = zf.read(name)
                     except (zipfile.BadZipFile, OSError, EOFError) as e:
                         raise InputError(f"damaged member {name}: {e}", path) from None
+                    self.bytes_read += len(raw)
                     yield name, decode(raw, f"{path}!{name}", 1, self.encoding, self.errors)
         else:  # pragma: no cover - callers pass a known kind
             raise ValueError(self.kind)
@@ -76,16 +94,33 @@ class TextSource:
 def documents_per_folder(names):
     """{folder: documents} by the first folder below the documents' common folder ('.' for
     files directly in it): the movie reviews' zip gives {'neg': 1000, 'pos': 1000}."""
-    split = [n.split("/") for n in names]
-    if not split:
-        return {}
-    common = os.path.commonprefix([parts[:-1] for parts in split])
-    counts = {}
-    for parts in split:
-        rest = parts[len(common) :]
-        folder = rest[0] if len(rest) > 1 else "."
-        counts[folder] = counts.get(folder, 0) + 1
-    return dict(sorted(counts.items()))
+    counter = FolderCounter()
+    for name in names:
+        counter.add(name)
+    return counter.result()
+
+
+class FolderCounter:
+    """documents_per_folder counted as the names go by: only one count per distinct folder is
+    kept (prepare streams its documents and does not hold their names)."""
+
+    def __init__(self):
+        self.per_parent = {}
+
+    def add(self, name):
+        parent = tuple(name.split("/")[:-1])
+        self.per_parent[parent] = self.per_parent.get(parent, 0) + 1
+
+    def result(self):
+        if not self.per_parent:
+            return {}
+        common = os.path.commonprefix(list(self.per_parent))
+        counts = {}
+        for parent, n in self.per_parent.items():
+            # a file directly in the common folder counts as '.'; else its first folder below it
+            folder = parent[len(common)] if len(parent) > len(common) else "."
+            counts[folder] = counts.get(folder, 0) + n
+        return dict(sorted(counts.items()))
 
 
 def _walk(root):

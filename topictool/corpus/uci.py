@@ -113,21 +113,30 @@ def _scan(lines, path, first_lineno, D, W):
 
 
 def write_uci(corpus, docword_path, vocab_path):
+    write_uci_chunks([corpus], corpus.D, corpus.nnz, corpus.vocab, docword_path, vocab_path)
+
+
+def write_uci_chunks(chunks, D, nnz, vocab, docword_path, vocab_path):
+    """One UCI docword file (and its vocabulary) from corpora of consecutive documents, D
+    documents and nnz rows in all (prepare streams a split in chunks)."""
     with store.atomic_open(docword_path, "w") as f:
-        f.write(f"{corpus.D}\n{corpus.W}\n{corpus.nnz}\n")
-        rows = np.repeat(np.arange(1, corpus.D + 1), np.diff(corpus.doc_ptr))
-        block = 1 << 18
-        for lo in range(0, corpus.nnz, block):
-            hi = min(lo + block, corpus.nnz)
-            f.write(
-                "".join(
-                    f"{d} {w} {c}\n"
-                    for d, w, c in zip(
-                        rows[lo:hi].tolist(), (corpus.word_ids[lo:hi] + 1).tolist(), corpus.counts[lo:hi].tolist()
+        f.write(f"{D}\n{len(vocab)}\n{nnz}\n")
+        first = 1  # the 1-based number of the chunk's first document
+        for corpus in chunks:
+            rows = np.repeat(np.arange(first, first + corpus.D), np.diff(corpus.doc_ptr))
+            first += corpus.D
+            block = 1 << 18
+            for lo in range(0, corpus.nnz, block):
+                hi = min(lo + block, corpus.nnz)
+                f.write(
+                    "".join(
+                        f"{d} {w} {c}\n"
+                        for d, w, c in zip(
+                            rows[lo:hi].tolist(), (corpus.word_ids[lo:hi] + 1).tolist(), corpus.counts[lo:hi].tolist()
+                        )
                     )
                 )
-            )
-    store.write_text(vocab_path, "".join(w + "\n" for w in corpus.vocab))
+    store.write_text(vocab_path, "".join(w + "\n" for w in vocab))
 
 
 def looks_like_uci(path_name, first_lines):
