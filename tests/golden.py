@@ -21,7 +21,7 @@ CH_WORDS = ("ch", "ch.words")
 # model -> extra train arguments (K=10, seed 1; each visits the corpus a few times)
 RUNS = {
     "lda-gibbs": ["-n", "5"],
-    "lda-gibbs@2": ["-n", "5", "--threads", "2"],
+    "lda-gibbs@2": ["-n", "5", "--threads", "2", "--set", "schedule=copy-merge"],  # AD-LDA, as recorded
     "hdp-gibbs": ["-n", "5"],
     "hdp-gibbs+burst": ["-n", "5", "--set", "burst=true"],
     "nplda-gibbs": ["-n", "5"],

@@ -158,6 +158,7 @@ def test_refusals_are_one_line(planted, tmp_path):
 @needs_mpi
 def test_lda_gibbs_two_ranks_equal_one_process_with_two_threads(planted, tmp_path):
     common = ["-m", "lda-gibbs", "-K", "6", "--seed", "5", "--checkpoint-every", "15", "--log-every", "10"]
+    common += ["--set", "schedule=copy-merge"]  # what ranks do among themselves
     common += ["--set", "optimize_alpha=true", "--set", "optimize_burn_in=10", "--set", "optimize_interval=5"]
     ok("train", planted, *common, "-n", "40", "--threads", "2", "-o", tmp_path / "one")
     mpi("train", planted, *common, "-n", "40", "-o", tmp_path / "ranks", "--engine", "mpi")

@@ -181,15 +181,188 @@ def _flush_word(tw, lo, hi, buf, TB, scratch, mark, seen, m):
     _write_sorted(tw, lo, hi, buf, n)
 
 
-# Eq. (1) by the s/r/q buckets of the module docstring, for documents d0..d1-1.
+# The sweep's three steps for one document, shared by both schedules (sample_block: whole
+# documents; sample_cell: a document's tokens of one word block at a time). The document's
+# topic counts n_dk live in ndk (dense, K) and its topics with n_dk > 0 in nz[:nnz].
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _open_document(nz, nnz, ndk, inv, coef, alpha, beta):
+    """Given ndk and nz[:nnz] of a document: c_k for its topics, and its r = sum r_k."""
+    r = 0.0
+    for j in range(nnz):
+        k = nz[j]
+        r += beta * ndk[k] * inv[k]
+        coef[k] = (alpha[k] + ndk[k]) * inv[k]
+    return r
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _close_document(nz, nnz, ndk, inv, coef, alpha):
+    """Back to no document: ndk all zero, c_k = alpha_k / (beta W + n_k)."""
+    for j in range(nnz):
+        k = nz[j]
+        ndk[k] = 0
+        coef[k] = alpha[k] * inv[k]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _count_document(z, a, b, ndk, nz):
+    """ndk and nz (in order of first appearance) from the assignments z[a:b]; returns nnz."""
+    for i in range(a, b):
+        ndk[z[i]] += 1
+    nnz = 0
+    for i in range(a, b):
+        k = z[i]
+        if ndk[k] > 0:  # first token of topic k in this document: list it, flag by sign
+            nz[nnz] = k
+            nnz += 1
+            ndk[k] = -ndk[k]
+    for j in range(nnz):
+        ndk[nz[j]] = -ndk[nz[j]]
+    return nnz
+
+
+# Eq. (1) by the s/r/q buckets of the module docstring for tokens a..b-1 of one document.
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, nz, nnz, s, r, gen, TB):
+    """Resample z[a:b], updating tw, n_k, ndk, nz, inv and coef; returns (s, r, nnz)."""
+    K = n_k.shape[0]
+    mask = (1 << TB) - 1
+    one = 1 << TB
+    for i in range(a, b):
+        w = words[i]
+        t = np.int64(z[i])
+        base = tw_ptr[w]
+        cap = tw_ptr[w + 1] - base
+        # Take token i out of s, r, c_t and n_k. (The same updates with the opposite sign
+        # put it back below: written out twice on purpose, in the tool's hottest loop,
+        # rather than behind a helper that would have to return s and r.)
+        iv = inv[t]
+        s -= alpha[t] * beta * iv
+        r -= beta * ndk[t] * iv
+        ndk[t] -= 1
+        n_k[t] -= 1
+        iv = 1.0 / (wbeta + n_k[t])
+        inv[t] = iv
+        s += alpha[t] * beta * iv
+        r += beta * ndk[t] * iv
+        coef[t] = (alpha[t] + ndk[t]) * iv
+        if ndk[t] == 0:
+            j = 0
+            while nz[j] != t:
+                j += 1
+            nnz -= 1
+            while j < nnz:
+                nz[j] = nz[j + 1]
+                j += 1
+        # One pass over the word's slots: decrement n_tw (keeping the order) and sum q.
+        q = 0.0
+        j = 0
+        pending = True
+        while j < cap:
+            e = tw[base + j]
+            if e == 0:
+                break
+            k = e & mask
+            if pending and k == t:
+                pending = False
+                e -= one
+                jj = j
+                if e < one:
+                    while jj + 1 < cap and tw[base + jj + 1] != 0:
+                        tw[base + jj] = tw[base + jj + 1]
+                        jj += 1
+                    tw[base + jj] = 0
+                else:
+                    while jj + 1 < cap and tw[base + jj + 1] > e:
+                        tw[base + jj] = tw[base + jj + 1]
+                        jj += 1
+                    tw[base + jj] = e
+                continue
+            v = coef[k] * (e >> TB)
+            qs[j] = v
+            q += v
+            j += 1
+        used = j
+        u = uniform(gen, 0) * (s + r + q)
+        if u < q:
+            # q bucket: walk the word's topics from the largest count.
+            j = 0
+            while j < used - 1:
+                u -= qs[j]
+                if u < 0.0:
+                    break
+                j += 1
+            e = tw[base + j] + one
+            t = e & mask
+        else:
+            u -= q
+            if u < r:
+                # r bucket: the document's topics.
+                j = 0
+                while j < nnz - 1:
+                    k = nz[j]
+                    u -= beta * ndk[k] * inv[k]
+                    if u < 0.0:
+                        break
+                    j += 1
+                t = nz[j]
+            else:
+                # s bucket: all topics.
+                u -= r
+                t = 0
+                while t < K - 1:
+                    u -= alpha[t] * beta * inv[t]
+                    if u < 0.0:
+                        break
+                    t += 1
+            j = 0
+            while j < used and (tw[base + j] & mask) != t:
+                j += 1
+            if j < used:
+                e = tw[base + j] + one
+            else:
+                e = one | t
+        # Increment n_tw: move the slot up to keep the order.
+        while j > 0 and tw[base + j - 1] < e:
+            tw[base + j] = tw[base + j - 1]
+            j -= 1
+        tw[base + j] = e
+        z[i] = t
+        # Put token i back with its new topic.
+        iv = inv[t]
+        s -= alpha[t] * beta * iv
+        r -= beta * ndk[t] * iv
+        ndk[t] += 1
+        n_k[t] += 1
+        iv = 1.0 / (wbeta + n_k[t])
+        inv[t] = iv
+        s += alpha[t] * beta * iv
+        r += beta * ndk[t] * iv
+        coef[t] = (alpha[t] + ndk[t]) * iv
+        if ndk[t] == 1:
+            nz[nnz] = t
+            nnz += 1
+    return s, r, nnz
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _smoothing(n_k, alpha, beta, wbeta, inv, coef):
+    """inv_k = 1 / (beta W + n_k), c_k = alpha_k inv_k (no document), and returns s."""
+    s = 0.0
+    for k in range(n_k.shape[0]):
+        inv[k] = 1.0 / (wbeta + n_k[k])
+        coef[k] = alpha[k] * inv[k]
+        s += alpha[k] * beta * inv[k]
+    return s
+
+
 @numba.njit(cache=True, nogil=True)
 def sample_block(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, TB):
     """One Gibbs sweep over documents [d0, d1), updating z, tw and n_k in place."""
     K = n_k.shape[0]
-    W = tw_ptr.shape[0] - 1
-    wbeta = W * beta
-    mask = (1 << TB) - 1
-    one = 1 << TB
+    wbeta = (tw_ptr.shape[0] - 1) * beta
     inv = np.empty(K)  # 1 / (beta W + n_k)
     coef = np.empty(K)  # c_k = (alpha_k + n_dk) / (beta W + n_k)
     qs = np.empty(K)  # q terms of the current word, in slot order
@@ -198,203 +371,155 @@ def sample_block(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0
     # A private copy of this thread's RNG row: rows of one array share a cache line,
     # and threads writing to it on every draw would slow each other down.
     gen = rng[row : row + 1].copy()
-    s = 0.0
-    for k in range(K):
-        inv[k] = 1.0 / (wbeta + n_k[k])
-        coef[k] = alpha[k] * inv[k]
-        s += alpha[k] * beta * inv[k]
+    s = _smoothing(n_k, alpha, beta, wbeta, inv, coef)
     for d in range(d0, d1):
         a = token_ptr[d]
         b = token_ptr[d + 1]
-        for i in range(a, b):
-            ndk[z[i]] += 1
-        nnz = 0
-        r = 0.0
-        for i in range(a, b):
-            k = z[i]
-            if ndk[k] > 0:  # first token of topic k in this document: list it, flag by sign
-                nz[nnz] = k
-                nnz += 1
-                r += beta * ndk[k] * inv[k]
-                coef[k] = (alpha[k] + ndk[k]) * inv[k]
-                ndk[k] = -ndk[k]
-        for j in range(nnz):
-            ndk[nz[j]] = -ndk[nz[j]]
-        for i in range(a, b):
-            w = words[i]
-            t = np.int64(z[i])
-            base = tw_ptr[w]
-            cap = tw_ptr[w + 1] - base
-            # Take token i out of s, r, c_t and n_k. (The same updates with the opposite sign
-            # put it back below: written out twice on purpose, in the tool's hottest loop,
-            # rather than behind a helper that would have to return s and r.)
-            iv = inv[t]
-            s -= alpha[t] * beta * iv
-            r -= beta * ndk[t] * iv
-            ndk[t] -= 1
-            n_k[t] -= 1
-            iv = 1.0 / (wbeta + n_k[t])
-            inv[t] = iv
-            s += alpha[t] * beta * iv
-            r += beta * ndk[t] * iv
-            coef[t] = (alpha[t] + ndk[t]) * iv
-            if ndk[t] == 0:
-                j = 0
-                while nz[j] != t:
-                    j += 1
-                nnz -= 1
-                while j < nnz:
-                    nz[j] = nz[j + 1]
-                    j += 1
-            # One pass over the word's slots: decrement n_tw (keeping the order) and sum q.
-            q = 0.0
-            j = 0
-            pending = True
-            while j < cap:
-                e = tw[base + j]
-                if e == 0:
-                    break
-                k = e & mask
-                if pending and k == t:
-                    pending = False
-                    e -= one
-                    jj = j
-                    if e < one:
-                        while jj + 1 < cap and tw[base + jj + 1] != 0:
-                            tw[base + jj] = tw[base + jj + 1]
-                            jj += 1
-                        tw[base + jj] = 0
-                    else:
-                        while jj + 1 < cap and tw[base + jj + 1] > e:
-                            tw[base + jj] = tw[base + jj + 1]
-                            jj += 1
-                        tw[base + jj] = e
-                    continue
-                v = coef[k] * (e >> TB)
-                qs[j] = v
-                q += v
-                j += 1
-            used = j
-            u = uniform(gen, 0) * (s + r + q)
-            if u < q:
-                # q bucket: walk the word's topics from the largest count.
-                j = 0
-                while j < used - 1:
-                    u -= qs[j]
-                    if u < 0.0:
-                        break
-                    j += 1
-                e = tw[base + j] + one
-                t = e & mask
-            else:
-                u -= q
-                if u < r:
-                    # r bucket: the document's topics.
-                    j = 0
-                    while j < nnz - 1:
-                        k = nz[j]
-                        u -= beta * ndk[k] * inv[k]
-                        if u < 0.0:
-                            break
-                        j += 1
-                    t = nz[j]
-                else:
-                    # s bucket: all topics.
-                    u -= r
-                    t = 0
-                    while t < K - 1:
-                        u -= alpha[t] * beta * inv[t]
-                        if u < 0.0:
-                            break
-                        t += 1
-                j = 0
-                while j < used and (tw[base + j] & mask) != t:
-                    j += 1
-                if j < used:
-                    e = tw[base + j] + one
-                else:
-                    e = one | t
-            # Increment n_tw: move the slot up to keep the order.
-            while j > 0 and tw[base + j - 1] < e:
-                tw[base + j] = tw[base + j - 1]
-                j -= 1
-            tw[base + j] = e
-            z[i] = t
-            # Put token i back with its new topic.
-            iv = inv[t]
-            s -= alpha[t] * beta * iv
-            r -= beta * ndk[t] * iv
-            ndk[t] += 1
-            n_k[t] += 1
-            iv = 1.0 / (wbeta + n_k[t])
-            inv[t] = iv
-            s += alpha[t] * beta * iv
-            r += beta * ndk[t] * iv
-            coef[t] = (alpha[t] + ndk[t]) * iv
-            if ndk[t] == 1:
-                nz[nnz] = t
-                nnz += 1
-        for j in range(nnz):
-            k = nz[j]
-            ndk[k] = 0
-            coef[k] = alpha[k] * inv[k]
+        nnz = _count_document(z, a, b, ndk, nz)
+        r = _open_document(nz, nnz, ndk, inv, coef, alpha, beta)
+        s, r, nnz = _sample_tokens(
+            a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, nz, nnz, s, r, gen, TB
+        )
+        _close_document(nz, nnz, ndk, inv, coef, alpha)
     rng[row, :] = gen[0, :]
 
 
-# AD-LDA: eq. (1) for every block at once, each against its own copy of n_kw and n_k.
-@numba.njit(cache=True, nogil=True, parallel=True)
-def sweep_parallel(token_ptr, words, z, block_ptr, tw_ptr, tw_local, n_k_local, alpha, beta, rng, TB):
-    T = block_ptr.shape[0] - 1
-    for t in numba.prange(T):
-        sample_block(
-            token_ptr,
-            words,
-            z,
-            tw_ptr,
-            tw_local[t],
-            n_k_local[t],
-            alpha,
-            beta,
-            rng,
-            t,
-            block_ptr[t],
-            block_ptr[t + 1],
-            TB,
-        )
+# ---------------------------------------------------------------------------------------------
+# The partitioned schedule (model.py's docstring): thread t samples the cell (its documents,
+# word block (t + r) mod T) in round r. Tokens of a document are sorted by word id (the corpus
+# stores rows in ascending word order), so a cell of a document is one run of its tokens,
+# found by bisection. A document's topic counts are needed in every round, so between rounds
+# they wait in the thread's cache, packed ``count << TB | topic`` in min(length, K) slots per
+# document (the first empty slot ends the list): O(topics of the document) to restore instead
+# of O(length) to recount.
 
 
-# AD-LDA merge: n_kw <- n_kw + sum_t (n_kw^(t) - n_kw), likewise n_k; every copy gets the result.
-@numba.njit(cache=True, nogil=True, parallel=True)
-def merge_parallel(tw_ptr, tw, tw_local, n_k, n_k_local, TB):
-    T = tw_local.shape[0]
-    W = tw_ptr.shape[0] - 1
+@numba.njit(cache=True, nogil=True, inline="always")
+def _first_at_least(words, a, b, w):
+    """The first i in [a, b) with words[i] >= w (b if none); words[a:b] ascending."""
+    while a < b:
+        m = (a + b) >> 1
+        if words[m] < w:
+            a = m + 1
+        else:
+            b = m
+    return a
+
+
+@numba.njit(cache=True, nogil=True)
+def sample_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, fresh, cache, cursor, TB):
+    """Resample the tokens of documents [d0, d1) whose word is in [w0, w1), against n_k (this
+    thread's copy of the topic totals) and the shared tw (no other thread touches these words'
+    lists in this round). fresh: the chunk's first round, which counts the documents from z;
+    later rounds restore them from ``cache``. cursor[d - d0]: where the document's tokens of
+    the next word block start (the blocks are visited in ascending order, wrapping once)."""
     K = n_k.shape[0]
+    wbeta = (tw_ptr.shape[0] - 1) * beta
+    inv = np.empty(K)
+    coef = np.empty(K)
+    qs = np.empty(K)
+    ndk = np.zeros(K, np.int32)
+    nz = np.empty(K, np.int32)
+    gen = rng[row : row + 1].copy()
+    s = _smoothing(n_k, alpha, beta, wbeta, inv, coef)
     mask = (1 << TB) - 1
-    chunks = min(W, 64)
-    for c in numba.prange(chunks):
-        scratch = np.zeros(K, np.int64)
-        mark = np.zeros(K, np.bool_)
-        seen = np.empty(K, np.int64)
-        buf = np.empty(K, tw.dtype)
-        for w in range(c * W // chunks, (c + 1) * W // chunks):
-            lo = tw_ptr[w]
-            hi = tw_ptr[w + 1]
-            # n_kw = sum_t tw_local[t] - (T - 1) tw: every thread's counts less the T - 1 extra copies
-            m = _add_packed(tw, lo, hi, mask, TB, -(T - 1), scratch, mark, seen, 0)
-            for t in range(T):
-                m = _add_packed(tw_local[t], lo, hi, mask, TB, 1, scratch, mark, seen, m)
-            _flush_word(tw, lo, hi, buf, TB, scratch, mark, seen, m)
-            for t in range(T):
-                for j in range(lo, hi):
-                    tw_local[t, j] = tw[j]
-    for k in range(K):
+    slot = 0
+    for d in range(d0, d1):
+        a = token_ptr[d]
+        b = token_ptr[d + 1]
+        cap = min(b - a, K)
+        if fresh:
+            i0 = _first_at_least(words, a, b, w0)
+        elif w0 == 0:
+            i0 = a
+        else:
+            i0 = a + cursor[d - d0]
+        i1 = i0
+        while i1 < b and words[i1] < w1:
+            i1 += 1
+        cursor[d - d0] = i1 - a
+        if i0 == i1 and not fresh:  # no token of the document in this word block
+            slot += cap
+            continue
+        r = 0.0
+        if fresh:
+            nnz = _count_document(z, a, b, ndk, nz)
+            r = _open_document(nz, nnz, ndk, inv, coef, alpha, beta)
+        else:  # restore n_dk, nz and c_k from the cache (_open_document, fused)
+            nnz = 0
+            while nnz < cap and cache[slot + nnz] != 0:
+                e = cache[slot + nnz]
+                k = e & mask
+                n = e >> TB
+                ndk[k] = n
+                nz[nnz] = k
+                r += beta * n * inv[k]
+                coef[k] = (alpha[k] + n) * inv[k]
+                nnz += 1
+        s, r, nnz = _sample_tokens(
+            i0, i1, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, nz, nnz, s, r, gen, TB
+        )
+        for j in range(nnz):  # to the cache, and back to no document (_close_document, fused)
+            k = nz[j]
+            cache[slot + j] = (np.int64(ndk[k]) << TB) | k
+            ndk[k] = 0
+            coef[k] = alpha[k] * inv[k]
+        if nnz < cap:
+            cache[slot + nnz] = 0
+        slot += cap
+    rng[row, :] = gen[0, :]
+
+
+@numba.njit(cache=True, nogil=True)
+def reconcile_totals(n_k, n_k_local):
+    """n_k += sum_t (n_k_local[t] - n_k): every thread's changes of a round; then every copy
+    gets the result. Integers, so the order of the sum does not matter."""
+    T = n_k_local.shape[0]
+    for k in range(n_k.shape[0]):
         total = n_k[k] * (1 - T)
         for t in range(T):
             total += n_k_local[t, k]
         n_k[k] = total
-    for t in range(T):
-        for k in range(K):
-            n_k_local[t, k] = n_k[k]
+        for t in range(T):
+            n_k_local[t, k] = total
+
+
+@numba.njit(cache=True, nogil=True)
+def words_ascending(token_ptr, words):
+    """True when every document's tokens are in ascending word order (the cells' premise)."""
+    for d in range(token_ptr.shape[0] - 1):
+        for i in range(token_ptr[d] + 1, token_ptr[d + 1]):
+            if words[i] < words[i - 1]:
+                return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# The copy-merge schedule (AD-LDA): block t sampled against its own copy of the word lists.
+
+
+# AD-LDA merge for the words [w0, w1): n_kw <- n_kw + sum_t (n_kw^(t) - n_kw), and every copy
+# gets the result. The topic totals are merged by reconcile_totals.
+@numba.njit(cache=True, nogil=True)
+def merge_words(tw_ptr, tw, tw_local, w0, w1, TB):
+    T = tw_local.shape[0]
+    K = 1 << TB
+    mask = K - 1
+    scratch = np.zeros(K, np.int64)
+    mark = np.zeros(K, np.bool_)
+    seen = np.empty(K, np.int64)
+    buf = np.empty(K, tw.dtype)
+    for w in range(w0, w1):
+        lo = tw_ptr[w]
+        hi = tw_ptr[w + 1]
+        # n_kw = sum_t tw_local[t] - (T - 1) tw: every thread's counts less the T - 1 extra copies
+        m = _add_packed(tw, lo, hi, mask, TB, -(T - 1), scratch, mark, seen, 0)
+        for t in range(T):
+            m = _add_packed(tw_local[t], lo, hi, mask, TB, 1, scratch, mark, seen, m)
+        _flush_word(tw, lo, hi, buf, TB, scratch, mark, seen, m)
+        for t in range(T):
+            for j in range(lo, hi):
+                tw_local[t, j] = tw[j]
 
 
 # Random initial assignments: z_i ~ Uniform{0..K-1}, block t from RNG row t.

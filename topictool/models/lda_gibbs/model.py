@@ -1,6 +1,6 @@
 """lda-gibbs: collapsed Gibbs sampling for LDA (Griffiths & Steyvers 2004) with
-Mallet's SparseLDA sampler, optional AD-LDA threads, and Mallet's hyperparameter
-optimisation (asymmetric alpha, symmetric beta; Wallach 2008).
+Mallet's SparseLDA sampler, threads on a vocabulary-partitioned schedule, and Mallet's
+hyperparameter optimisation (asymmetric alpha, symmetric beta; Wallach 2008).
 
 Symbols: alpha (K) the Dirichlet prior on a document's topic proportions theta_d;
 beta the symmetric prior on each topic's word distribution phi_k; z the topic of
@@ -10,9 +10,34 @@ Option ``alpha`` is the per-topic value (Mallet's --alpha is the sum, K times it
 The sweep itself is `kernels.py` beside this file (its docstring has the bucket
 decomposition, the count layout and the speed figures behind the choice of sampler);
 this class owns the arrays, the threads, the schedule of hyperparameter updates and
-saving. Memory per token: 4 bytes of word id + 2 of topic (4 when K >= 32768), plus
-at most one 4-byte word-topic slot per token (min(frequency, K) per word), times
-(threads + 1) when threads > 1.
+saving.
+
+Threads, ``schedule=partition`` (the default; Yan, Xu & Qi 2009, tomotopy's PARTITION): the
+documents are cut into T blocks and the vocabulary into T runs of word ids, both of about
+equal token counts. A sweep is T rounds; in round r thread t samples the cell (document block
+t, word block (t + r) mod T), so in a round no two threads touch the same word's counts, and
+the one shared word-topic table n_kw needs no copy and no lock. Each document belongs to one
+thread, so n_dk is exact too; only the topic totals n_k are shared: each thread samples
+against its own copy, and the copies' changes are summed after every round (reconcile_totals).
+So the only approximation is that, within one round, a thread does not see the other threads'
+changes to n_k -- a few hundred tokens' worth against totals of N/K, a relative error far
+below the sampler's own noise -- where AD-LDA's threads each miss a whole sweep of the other
+threads' word counts, the staleness that grows with T. A document's tokens are sorted by word
+id (the corpus stores them so), so its tokens in a word block are one run. Its n_dk must
+survive between rounds: the thread keeps its documents' counts packed in a cache of
+min(length, K) slots per document; to bound that cache (about a byte per token in all) a
+thread's documents are processed in S chunks of T rounds each. Round after round the threads
+wait for each other (a barrier per round, topictool.threads.Workers), and each thread draws
+from its own random stream, so the same (seed, threads) gives the same model.
+
+``schedule=copy-merge`` is AD-LDA (Newman et al. 2009, Mallet's WorkerRunnable): every thread
+samples its document block against its own copy of n_kw and n_k for a whole sweep, and the
+copies' changes are summed after it. It is what MPI ranks do among themselves (below), and
+what one process does to give exactly the model of P ranks.
+
+Memory per token: 4 bytes of word id + 2 of topic (4 when K >= 32768), plus at most one 4-byte
+word-topic slot per token (min(frequency, K) per word); the partition schedule adds its cache
+(at most about one byte per token), copy-merge a copy of the slots per thread.
 
 MPI ranks (``train --engine mpi``; distributed AD-LDA, Newman et al. 2009): each rank owns a
 contiguous run of documents (mpi.RankCorpus), cut into its thread blocks, and samples them
@@ -21,8 +46,10 @@ against its own copy of the whole corpus's n_kw and n_k, with the random streams
 changes (``_exchange``: the tokens that changed topic, gathered, when that moves fewer bytes than
 a dense W x K Allreduce of the changes, else the Allreduce) and applies them, so every rank
 starts the next sweep with the same counts. The counts' layout is canonical, so the result does
-not depend on the way chosen, and P ranks x T threads give exactly the model of one process with
-P*T threads on the same (one-file) corpus: the same blocks, streams and merged counts.
+not depend on the way chosen, and P ranks x T threads with schedule=copy-merge give exactly the
+model of one process with P*T threads and schedule=copy-merge on the same (one-file) corpus:
+the same blocks, streams and merged counts. (With schedule=partition a rank's threads partition
+its own documents and the vocabulary, as in one process.)
 Hyperparameters are learnt from histograms summed over the ranks (the same on every rank).
 Memory per rank: its tokens (6 bytes each), the whole n_kw (min(frequency, K) slots of 4 bytes
 per word), plus 8 bytes per (word, topic) while the dense exchange is in use.
@@ -47,6 +74,12 @@ BETA_TOLERANCE = 1e-12
 # Learned hyperparameters are kept at least this large so that no division by zero
 # or log(0) can follow from a topic that lost all of its documents.
 HYPER_FLOOR = 1e-12
+# How threads share the sweep (module docstring).
+SCHEDULES = ("partition", "copy-merge")
+# The partition schedule's caches of n_dk hold at most about this many bytes per token
+# (and at least CACHE_FLOOR bytes in all), which sets the number of chunks.
+CACHE_BYTES_PER_TOKEN = 1.0
+CACHE_FLOOR = 4 << 20
 
 
 def _parse_alpha_vector(text, K):
@@ -74,6 +107,7 @@ class LdaGibbs(Model):
         "optimize_interval": 10,
         "optimize_burn_in": 50,
         "optimize_beta": True,
+        "schedule": "partition",
     }
     limits = {
         **Model.limits,
@@ -84,7 +118,7 @@ class LdaGibbs(Model):
     }
 
     step_unit = "sweep"
-    supports_threads = True  # AD-LDA document blocks (see step)
+    supports_threads = True  # the partitioned schedule (module docstring)
     supports_mpi = True  # AD-LDA across ranks (module docstring)
     rank_state = ("z", "rng")
     eval_method = "gibbs"
@@ -96,6 +130,8 @@ class LdaGibbs(Model):
             raise InputError(f"option K={opts['K']}: too many topics")
         if opts["alpha_vector"]:
             _parse_alpha_vector(opts["alpha_vector"], opts["K"])
+        if opts["schedule"] not in SCHEDULES:
+            raise InputError(f"option schedule={opts['schedule']!r}: expected one of {', '.join(SCHEDULES)}")
 
     def rng_streams(self):
         return self.threads  # one stream per thread's document block
@@ -121,14 +157,47 @@ class LdaGibbs(Model):
             self._dense = None
         self.tw = np.zeros(self.tw_ptr[-1], dtype=kern.packed_dtype(self.K, max_freq))
         self.n_k = np.zeros(self.K, dtype=np.int32)
+        self.partitioned = threads > 1 and self.opts["schedule"] == "partition"
         if threads > 1:
-            self.tw_local = np.zeros((threads, len(self.tw)), dtype=self.tw.dtype)
             self.n_k_local = np.zeros((threads, self.K), dtype=np.int32)
+        if self.partitioned:
+            self._allocate_cells()
+        elif threads > 1:
+            self.tw_local = np.zeros((threads, len(self.tw)), dtype=self.tw.dtype)
         if self.opts["alpha_vector"]:
             self.alpha = _parse_alpha_vector(self.opts["alpha_vector"], self.K)
         else:
             self.alpha = np.full(self.K, self.opts["alpha"], dtype=np.float64)
         self.beta = float(self.opts["beta"])
+
+    def _allocate_cells(self):
+        """The partition schedule's word blocks, chunks and n_dk caches (module docstring)."""
+        T, K = self.threads, self.K
+        if not kern.words_ascending(self.token_ptr, self.words):
+            raise RuntimeError("lda-gibbs partition schedule: a document's tokens are not in word order")
+        freq = np.bincount(self.words, minlength=self.W).astype(np.int64)
+        # word blocks: runs of word ids of about N/T tokens each (a frequent word cannot be split)
+        cum = np.concatenate([[0], np.cumsum(freq)])
+        targets = (np.arange(T + 1, dtype=np.int64) * int(cum[-1])) // T
+        self.word_ptr = np.maximum.accumulate(np.searchsorted(cum, targets, side="left")).astype(np.int64)
+        self.word_ptr[0], self.word_ptr[-1] = 0, self.W
+        # chunks: each thread's documents cut into S runs of about equal tokens, S the same for
+        # every thread (the rounds are common) and large enough to bound the caches
+        lengths = np.diff(self.token_ptr)
+        slots = np.concatenate([[0], np.cumsum(np.minimum(lengths, K))])
+        dtype = kern.packed_dtype(K, int(lengths.max(initial=1)))
+        budget = max(CACHE_FLOOR, CACHE_BYTES_PER_TOKEN * self.N)
+        S = max(1, int(np.ceil(slots[-1] * np.dtype(dtype).itemsize / budget)))
+        self.chunk_ptr = np.zeros((T, S + 1), dtype=np.int64)
+        need = 1
+        for t in range(T):
+            d0, d1 = int(self.block_ptr[t]), int(self.block_ptr[t + 1])
+            cuts = token_blocks(self.token_ptr[d0 : d1 + 1] - self.token_ptr[d0], S) + d0
+            self.chunk_ptr[t] = cuts
+            need = max(need, int(np.max(slots[cuts[1:]] - slots[cuts[:-1]], initial=1)))
+        self.cache = np.zeros((T, need), dtype=dtype)
+        docs = int(np.max(self.chunk_ptr[:, 1:] - self.chunk_ptr[:, :-1], initial=1))
+        self.cursor = np.zeros((T, docs), dtype=np.int32 if lengths.max(initial=0) < 2**31 else np.int64)
 
     def initialise(self):
         if self.engine is not None:  # this rank's blocks draw from their streams of the whole run
@@ -152,9 +221,14 @@ class LdaGibbs(Model):
             self._global_counts(self.tw, self.n_k)
         else:
             kern.build_counts(self.words, self.z, self.tw_ptr, self.tw, self.n_k, self.TB)
+        self._share_counts()
+
+    def _share_counts(self):
+        """Every thread's copies of the counts (the totals; under copy-merge n_kw too) := the counts."""
         if self.threads > 1:
-            self.tw_local[:] = self.tw
             self.n_k_local[:] = self.n_k
+            if not self.partitioned:
+                self.tw_local[:] = self.tw
 
     # -- the Model protocol ---------------------------------------------------------
 
@@ -178,21 +252,10 @@ class LdaGibbs(Model):
                 self.D,
                 self.TB,
             )
+        elif self.partitioned:
+            self._sweep_partitioned()
         else:
-            kern.sweep_parallel(
-                self.token_ptr,
-                self.words,
-                self.z,
-                self.block_ptr,
-                self.tw_ptr,
-                self.tw_local,
-                self.n_k_local,
-                self.alpha,
-                self.beta,
-                self.rng,
-                self.TB,
-            )
-            kern.merge_parallel(self.tw_ptr, self.tw, self.tw_local, self.n_k, self.n_k_local, self.TB)
+            self._sweep_copy_merge()
         self.iteration += 1
         exchange = {}
         if self.engine is not None:
@@ -214,6 +277,65 @@ class LdaGibbs(Model):
             "hyper_optimized": optimized,
             **exchange,
         }
+
+    def _sweep_partitioned(self):
+        """T rounds per chunk; round r: thread t samples (its chunk, word block (t + r) mod T)."""
+        T = self.threads
+        S = self.chunk_ptr.shape[1] - 1
+        for c in range(S):
+            for r in range(T):
+
+                def cell(t, c=c, r=r):
+                    b = (t + r) % T
+                    kern.sample_cell(
+                        self.token_ptr,
+                        self.words,
+                        self.z,
+                        self.tw_ptr,
+                        self.tw,
+                        self.n_k_local[t],
+                        self.alpha,
+                        self.beta,
+                        self.rng,
+                        t,
+                        self.chunk_ptr[t, c],
+                        self.chunk_ptr[t, c + 1],
+                        self.word_ptr[b],
+                        self.word_ptr[b + 1],
+                        r == 0,
+                        self.cache[t],
+                        self.cursor[t],
+                        self.TB,
+                    )
+
+                self.workers.run(cell)
+                kern.reconcile_totals(self.n_k, self.n_k_local)
+
+    def _sweep_copy_merge(self):
+        """AD-LDA: every block against its own copy of the counts, then the copies merged."""
+        T = self.threads
+
+        def block(t):
+            kern.sample_block(
+                self.token_ptr,
+                self.words,
+                self.z,
+                self.tw_ptr,
+                self.tw_local[t],
+                self.n_k_local[t],
+                self.alpha,
+                self.beta,
+                self.rng,
+                t,
+                self.block_ptr[t],
+                self.block_ptr[t + 1],
+                self.TB,
+            )
+
+        self.workers.run(block)
+        cuts = np.linspace(0, self.W, T + 1).astype(np.int64)
+        self.workers.run(lambda t: kern.merge_words(self.tw_ptr, self.tw, self.tw_local, cuts[t], cuts[t + 1], self.TB))
+        kern.reconcile_totals(self.n_k, self.n_k_local)
 
     # -- MPI ranks (module docstring) --------------------------------------------------
 
@@ -238,9 +360,7 @@ class LdaGibbs(Model):
             every = engine.sum(self._dense)
             kern.apply_dense(self.tw_ptr, self.tw, self.n_k, every, self._dense, self.TB)
             how = "dense"
-        if self.threads > 1:
-            self.tw_local[:] = self.tw
-            self.n_k_local[:] = self.n_k
+        self._share_counts()
         return {"exchange": how, "tokens_moved": total, "tokens": self.N_total}
 
     def _global_counts(self, tw, n_k):
@@ -349,7 +469,9 @@ class LdaGibbs(Model):
         if not np.array_equal(columns, self.n_k.astype(np.int64)):
             fail("n_dk columns disagree with n_k")
         if self.threads > 1:
-            if not (np.all(self.tw_local == self.tw) and np.all(self.n_k_local == self.n_k)):
+            if not np.all(self.n_k_local == self.n_k):
+                fail("a thread's copy of the topic totals differs from the merged totals")
+            if not self.partitioned and not np.all(self.tw_local == self.tw):
                 fail("a thread's copy of the counts differs from the merged counts")
         if not (np.all(np.isfinite(self.alpha)) and np.all(self.alpha > 0) and self.beta > 0):
             fail("hyperparameters are not positive and finite")
