@@ -499,10 +499,10 @@ def test_old_option_names(cls, old, new):
 
 @pytest.mark.parametrize("cls", [LdaSvi, LdaScvb0, HdpPcvb0, HdpPcsvb0])
 def test_protocol(small_lda, cls):
-    """Declared step unit, threads refused, doc_topics (D, K), iteration counted by base."""
+    """Declared step unit, threads taken (tests/test_variational_threads.py), doc_topics (D, K),
+    iteration counted by base."""
     assert cls.step_unit == ("sweep" if cls is HdpPcvb0 else "pass")
-    with pytest.raises(InputError, match="threads"):
-        cls(small_lda, cls.resolve_options({"K": 4}), 1, threads=2)
+    assert cls.supports_threads and cls.check_threads(2) == 2
     m = build(cls, small_lda, K=4)
     metrics = m.step()
     assert m.iteration == 1 and "tokens" not in metrics  # a pass visits every token

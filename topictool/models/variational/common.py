@@ -6,6 +6,7 @@ options, the start and the stick-breaking weights."""
 
 import numpy as np
 
+from ...corpus.corpus import token_blocks
 from ...errors import InputError
 from ...kernels.rng import shuffle
 from ...snapshot import Snapshot
@@ -38,7 +39,7 @@ class VariationalModel(Model):
     ``doc_topics()`` (D, K)."""
 
     eval_method = "vb"
-    supports_threads = False
+    supports_threads = True  # each model's scheme: its module docstring, docs/models/variational.md
     STATE_VERSION = 2  # 2: iteration (base) in place of epoch and documents_seen
     limits = {
         "K": Range(1, 2**20),
@@ -96,6 +97,27 @@ class VariationalModel(Model):
 
     def _metrics(self, **extra):
         return {"documents_seen": self.iteration * self.D, **extra}
+
+    # -- threads ----------------------------------------------------------------------------
+
+    def _thread_tables(self, rows):
+        """Per-thread statistics (``kernels``' thread section): acc (T, rows, K), acc_k (T, K),
+        mark (T, rows, all -1), touched (T, rows), n_touched (T)."""
+        T, K = self.threads, self.K
+        return (
+            np.zeros((T, rows, K), dtype=np.float64),
+            np.zeros((T, K), dtype=np.float64),
+            np.full((T, rows), -1, dtype=np.int64),
+            np.zeros((T, rows), dtype=np.int64),
+            np.zeros(T, dtype=np.int64),
+        )
+
+    def _cuts(self, docs):
+        """Positions (T + 1) cutting the document list ``docs`` into one run per thread, of
+        about equal tokens (a thread's share of the work is its tokens)."""
+        ptr = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum(self.doc_len[docs], out=ptr[1:])
+        return token_blocks(ptr, self.threads)
 
     def check_invariants(self):
         """The topic totals equal the sums of the (lazily decayed) topic-word table, all finite."""

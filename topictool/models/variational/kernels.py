@@ -256,3 +256,50 @@ def absent(prod, q, m):
     if prod < 1e-300:
         return 0.0
     return prod
+
+
+# --------------------------------------------------------------------------------------------
+# Threads (--threads T): each thread t has its own accumulator acc[t] (W x K), acc_k[t] (K), with its
+# touched words in touched[t, :n_touched[t]] and mark[t] (see ``touch``). They are combined after the
+# threads have run, always in thread order t = 0, 1, ..., T - 1, so the sums do not depend on which
+# thread finished first.
+
+
+# Threads 1..T-1's statistics added into thread 0's (whose touched list grows), theirs cleared.
+# Returns thread 0's number of touched words.
+@numba.njit(cache=True, nogil=True)
+def merge_into_first(acc, acc_k, mark, touched, n_touched):
+    K = acc.shape[2]
+    n0 = n_touched[0]
+    for t in range(1, acc.shape[0]):
+        for j in range(n_touched[t]):
+            w = touched[t, j]
+            n0 = touch(mark[0], touched[0], n0, w)
+            for k in range(K):
+                acc[0, w, k] += acc[t, w, k]
+                acc[t, w, k] = 0.0
+            mark[t, w] = -1
+        for k in range(K):
+            acc_k[0, k] += acc_k[t, k]
+            acc_k[t, k] = 0.0
+        n_touched[t] = 0
+    n_touched[0] = n0
+    return n0
+
+
+# table += delta[t] and totals += delta_k[t] for t = 0..T-1 in order (the threads' private changes
+# to a shared count table); every delta is cleared.
+@numba.njit(cache=True, nogil=True)
+def add_deltas(table, totals, delta, delta_k, mark, touched, n_touched):
+    K = table.shape[1]
+    for t in range(delta.shape[0]):
+        for j in range(n_touched[t]):
+            w = touched[t, j]
+            for k in range(K):
+                table[w, k] += delta[t, w, k]
+                delta[t, w, k] = 0.0
+            mark[t, w] = -1
+        for k in range(K):
+            totals[k] += delta_k[t, k]
+            delta_k[t, k] = 0.0
+        n_touched[t] = 0

@@ -80,6 +80,7 @@ Implementation notes.
 import numba
 import numpy as np
 
+from ...corpus.corpus import token_blocks
 from ...errors import InputError
 from . import kernels as kern
 from . import sticks
@@ -195,10 +196,69 @@ def _document(
     return scale, t_c, n_touched
 
 
-# One pass (B1)-(B6), (S1), (S3) over the documents in ``order``: in minibatches of ``minibatch``
-# documents, or (minibatch 0) word by word, which is minibatches of one document with (B3) token by
-# token. acc (W x K), acc_k (K) are zero and mark (W) is -1 on entry and exit (all may be empty when
-# minibatch is 0). Returns (scale, t_c, t_h).
+# The documents order[lo:hi] of a minibatch (or a thread's run of one), each by ``_document``; adds
+# their E_dk into E_mean (K). alpha is the current alpha (for (B6)'s denominators). Returns (scale,
+# t_c, n_touched, tokens, documents, sum_{d,k} E_dk, sum_d (Psi(n_d + alpha) - Psi(alpha))).
+@numba.njit(cache=True, nogil=True)
+def _run_documents(
+    doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_dk, nkw, nk, scale, api, q, prod, E_mean, alpha, beta, N,
+    s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched, alpha_corpus,
+):  # fmt: skip
+    K = nkw.shape[1]
+    tokens = 0
+    docs = 0
+    E_total = 0.0
+    psi_total = 0.0
+    for b in range(lo, hi):
+        d = order[b]
+        n_d = doc_len[d]
+        if n_d == 0:
+            continue
+        tokens += n_d
+        docs += 1
+        scale, t_c, n_touched = _document(
+            d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, api, q, prod, beta, N, s_c, tau_c, s_d,
+            tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched,
+        )  # fmt: skip
+        for k in range(K):
+            e = 1.0 - prod[k]  # E_k
+            E_mean[k] += e
+            E_total += e
+        if not alpha_corpus:
+            psi_total += sticks.alpha_denominator(alpha, n_d)
+    return scale, t_c, n_touched, tokens, docs, E_total, psi_total
+
+
+# After a minibatch of ``docs`` non-empty documents (E_mean: the sum of their E_dk): (B3) with its
+# statistics if ``batch``, then the sticks and hyper-parameters (B4)-(B6), (S1), (S3). Returns
+# (scale, t_c, t_h).
+@numba.njit(cache=True, nogil=True)
+def _minibatch_end(
+    nkw, nk, scale, acc, acc_k, mark, touched, n_touched, batch, N, tokens, docs, E_mean, E_total, psi_total,
+    s_c, tau_c, s_h, tau_h, kappa, t_c, t_h, stick_order, u, v, pi, hyper, D_total, optimize_alpha, optimize_gamma,
+    reorder, alpha_corpus, len_values, len_counts, n_docs,
+):  # fmt: skip
+    K = nkw.shape[1]
+    if batch:  # (B3) with the minibatch's statistics: n <- (1 - rho) n + rho N/|M| sum q 1[w]
+        rho = kern.step_size(s_c, tau_c, kappa, t_c)
+        scale = kern.flush_minibatch(nkw, nk, scale, rho, N, tokens, acc, acc_k, mark, touched, n_touched)
+        t_c += 1
+    for k in range(K):
+        E_mean[k] /= docs
+    rho = kern.step_size(s_h, tau_h, kappa, t_h)
+    target = E_total / psi_total if psi_total > 0.0 else 0.0
+    _sticks_step(
+        nk, stick_order, u, v, pi, hyper, E_mean, target, E_total / docs, D_total, rho, optimize_alpha,
+        optimize_gamma, reorder, alpha_corpus, len_values, len_counts, n_docs,
+    )  # fmt: skip
+    t_h += 1
+    return scale, t_c, t_h
+
+
+# One pass (B1)-(B6), (S1), (S3) over the documents in ``order`` on one thread: in minibatches of
+# ``minibatch`` documents, or (minibatch 0) word by word, which is minibatches of one document with
+# (B3) token by token. acc (W x K), acc_k (K) are zero and mark (W) is -1 on entry and exit.
+# Returns (scale, t_c, t_h).
 @numba.njit(cache=True, nogil=True)
 def _pcsvb0_pass(
     doc_ptr, word_ids, counts, doc_len, order, minibatch, n_dk, nkw, nk, scale, acc, acc_k, mark, touched,
@@ -213,52 +273,195 @@ def _pcsvb0_pass(
     api = np.empty(K, dtype=np.float64)
     prod = np.empty(K, dtype=np.float64)
     E_mean = np.empty(K, dtype=np.float64)
-    n_docs = 0.0  # the corpus's non-empty documents
-    for j in range(len_counts.shape[0]):
-        n_docs += len_counts[j]
+    n_docs = _non_empty(len_counts)
     for lo in range(0, D, M):
         hi = min(lo + M, D)
         for k in range(K):
             api[k] = hyper[0] * pi[k]
             E_mean[k] = 0.0
-        n_touched = 0
-        tokens = 0
-        docs = 0
-        E_total = 0.0
-        psi_total = 0.0
-        for b in range(lo, hi):
-            d = order[b]
-            n_d = doc_len[d]
-            if n_d == 0:
-                continue
-            tokens += n_d
-            docs += 1
-            scale, t_c, n_touched = _document(
-                d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, api, q, prod, beta, N, s_c, tau_c, s_d,
-                tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched,
-            )  # fmt: skip
-            for k in range(K):
-                e = 1.0 - prod[k]  # E_k
-                E_mean[k] += e
-                E_total += e
-            if not alpha_corpus:
-                psi_total += sticks.alpha_denominator(hyper[0], n_d)
+        scale, t_c, n_touched, tokens, docs, E_total, psi_total = _run_documents(
+            doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_dk, nkw, nk, scale, api, q, prod, E_mean, hyper[0],
+            beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, 0,
+            alpha_corpus,
+        )  # fmt: skip
         if docs == 0:
             continue
-        if batch:  # (B3) with the minibatch's statistics: n <- (1 - rho) n + rho N/|M| sum q 1[w]
-            rho = kern.step_size(s_c, tau_c, kappa, t_c)
-            scale = kern.flush_minibatch(nkw, nk, scale, rho, N, tokens, acc, acc_k, mark, touched, n_touched)
-            t_c += 1
-        for k in range(K):
-            E_mean[k] /= docs
-        rho = kern.step_size(s_h, tau_h, kappa, t_h)
-        target = E_total / psi_total if psi_total > 0.0 else 0.0
-        _sticks_step(
-            nk, stick_order, u, v, pi, hyper, E_mean, target, E_total / docs, D_total, rho, optimize_alpha,
+        scale, t_c, t_h = _minibatch_end(
+            nkw, nk, scale, acc, acc_k, mark, touched, n_touched, batch, N, tokens, docs, E_mean, E_total, psi_total,
+            s_c, tau_c, s_h, tau_h, kappa, t_c, t_h, stick_order, u, v, pi, hyper, D_total, optimize_alpha,
             optimize_gamma, reorder, alpha_corpus, len_values, len_counts, n_docs,
         )  # fmt: skip
-        t_h += 1
     return scale, t_c, t_h
+
+
+# The corpus's non-empty documents (the sum of the length histogram's counts).
+@numba.njit(cache=True, nogil=True)
+def _non_empty(len_counts):
+    n_docs = 0.0
+    for j in range(len_counts.shape[0]):
+        n_docs += len_counts[j]
+    return n_docs
+
+
+# ----------------------------------------------------------------------------
+# threads (module docstring, "Threads")
+
+# Word by word on T threads: documents per thread per round.
+ROUND_DOCS = 8
+
+
+# ``_document`` word by word on a thread's view of n_kw: the thread sees
+#     n_kw = cb scale nkw[w] + cd dwk[w],   n_k = cb scale nk + cd dk,   (view = [cb, cd])
+# the shared table (as it was when the round began; no thread writes it) decayed by the thread's own
+# (B3) steps (cb, their product) plus its own additions (cd dwk: dwk and dk rows of the words in
+# touched, marked in mark). cd is folded into dwk when it falls below RESCALE_BELOW (as
+# ``decay_scaled``). Returns (t_c, n_touched); prod as in ``_document``.
+@numba.njit(cache=True, nogil=True)
+def _document_view(
+    d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, view, dwk, dk, mark, touched, n_touched, api, q, prod,
+    beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping,
+):  # fmt: skip
+    W, K = nkw.shape
+    Vbeta = W * beta
+    cb = view[0]
+    cd = view[1]
+    td = 0
+    for p in range(burn_in + 1):
+        final = p == burn_in
+        for k in range(K):
+            prod[k] = 1.0
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            w = word_ids[i]
+            m = counts[i]
+            reps = 1 if clumping else m
+            weight = m if clumping else 1
+            if final:
+                n_touched = kern.touch(mark, touched, n_touched, w)
+            for _r in range(reps):
+                bs = cb * scale
+                total = 0.0
+                for k in range(K):  # (B1) on the view
+                    word = bs * nkw[w, k] + cd * dwk[w, k] + beta
+                    x = (n_dk[d, k] + api[k]) * word / (bs * nk[k] + cd * dk[k] + Vbeta)
+                    q[k] = x
+                    total += x
+                inv = 1.0 / total
+                for k in range(K):
+                    q[k] *= inv
+                c = kern.keep_fraction(s_d, tau_d, kappa, td, weight)  # (B2)
+                f = (1.0 - c) * n_d
+                for k in range(K):
+                    n_dk[d, k] = c * n_dk[d, k] + f * q[k]
+                td += weight
+                if not final:
+                    continue
+                c = kern.keep_fraction(s_c, tau_c, kappa, t_c, weight)  # (B3) on the view
+                cb *= c
+                cd *= c
+                if cd < kern.RESCALE_BELOW:
+                    for j in range(n_touched):
+                        for k in range(K):
+                            dwk[touched[j], k] *= cd
+                    for k in range(K):
+                        dk[k] *= cd
+                    cd = 1.0
+                g = (1.0 - c) * N / cd
+                for k in range(K):
+                    dwk[w, k] += g * q[k]
+                    dk[k] += g * q[k]
+                t_c += weight
+                for k in range(K):
+                    prod[k] = kern.absent(prod[k], q[k], weight)
+    view[0] = cb
+    view[1] = cd
+    return t_c, n_touched
+
+
+# A thread's run order[lo:hi] of a word-by-word round: ``_document_view`` for each document, its E_dk
+# into E_docs[b - first]. Returns n_touched.
+@numba.njit(cache=True, nogil=True)
+def _view_run(
+    doc_ptr, word_ids, counts, doc_len, order, lo, hi, first, n_dk, nkw, nk, scale, view, dwk, dk, mark, touched,
+    api, E_docs, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping,
+):  # fmt: skip
+    K = nkw.shape[1]
+    q = np.empty(K, dtype=np.float64)
+    prod = np.empty(K, dtype=np.float64)
+    n_touched = 0
+    for b in range(lo, hi):
+        d = order[b]
+        n_d = doc_len[d]
+        if n_d == 0:
+            continue
+        t_c, n_touched = _document_view(
+            d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, view, dwk, dk, mark, touched, n_touched, api,
+            q, prod, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping,
+        )  # fmt: skip
+        for k in range(K):
+            E_docs[b - first, k] = 1.0 - prod[k]
+    return n_touched
+
+
+# The threads' views composed into the shared table in thread order (thread t's documents follow
+# thread t-1's): n <- cb_t n + cd_t dwk_t for t = 0..T-1; views reset to [1, 1], dwk, dk cleared.
+# Returns the new scale.
+@numba.njit(cache=True, nogil=True)
+def _merge_views(nkw, nk, scale, views, dwk, dk, mark, touched, n_touched):
+    K = nkw.shape[1]
+    for t in range(views.shape[0]):
+        s = scale * views[t, 0]
+        if s < kern.RESCALE_BELOW:  # fold the scale back (see decay_scaled)
+            s = max(s, 0.0)
+            for w in range(nkw.shape[0]):
+                for k in range(K):
+                    nkw[w, k] *= s
+            for k in range(K):
+                nk[k] *= s
+            s = 1.0
+        scale = s
+        f = views[t, 1] / scale
+        for j in range(n_touched[t]):
+            w = touched[t, j]
+            for k in range(K):
+                nkw[w, k] += f * dwk[t, w, k]
+                dwk[t, w, k] = 0.0
+            mark[t, w] = -1
+        for k in range(K):
+            nk[k] += f * dk[t, k]
+            dk[t, k] = 0.0
+        n_touched[t] = 0
+        views[t, 0] = 1.0
+        views[t, 1] = 1.0
+    return scale
+
+
+# After a word-by-word round: (B4)-(B6), (S1), (S3) for each of its non-empty documents order[lo:hi]
+# in order, with its E_dk (E_docs[b - lo]), as the one-thread pass does after each document. Returns t_h.
+@numba.njit(cache=True, nogil=True)
+def _round_sticks(
+    order, lo, hi, doc_len, E_docs, nk, stick_order, u, v, pi, hyper, D_total, s_h, tau_h, kappa, t_h,
+    optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts,
+):  # fmt: skip
+    K = nk.shape[0]
+    E_mean = np.empty(K, dtype=np.float64)
+    n_docs = _non_empty(len_counts)
+    for b in range(lo, hi):
+        n_d = doc_len[order[b]]
+        if n_d == 0:
+            continue
+        E_total = 0.0
+        for k in range(K):
+            E_mean[k] = E_docs[b - lo, k]
+            E_total += E_mean[k]
+        psi = 0.0 if alpha_corpus else sticks.alpha_denominator(hyper[0], n_d)
+        rho = kern.step_size(s_h, tau_h, kappa, t_h)
+        target = E_total / psi if psi > 0.0 else 0.0
+        _sticks_step(
+            nk, stick_order, u, v, pi, hyper, E_mean, target, E_total, D_total, rho, optimize_alpha, optimize_gamma,
+            reorder, alpha_corpus, len_values, len_counts, n_docs,
+        )  # fmt: skip
+        t_h += 1
+    return t_h
 
 
 # ----------------------------------------------------------------------------
@@ -304,11 +507,10 @@ class HdpPcsvb0(CollapsedHdpModel):
         self.gbar = self.gamma
         self.E_bar = 0.0
         self._lengths = sticks.length_histogram(self.doc_len)
-        rows = W if self.opts["minibatch"] > 0 else 0  # the minibatch statistics
-        self._acc = np.zeros((rows, K), dtype=np.float64)
-        self._acc_k = np.zeros(K, dtype=np.float64)
-        self._mark = np.full(rows, -1, dtype=np.int64)
-        self._touched = np.zeros(rows, dtype=np.int64)
+        # the minibatch statistics, or (word by word on T threads) each thread's own additions to n_kw
+        rows = W if self.opts["minibatch"] > 0 or self.threads > 1 else 0
+        self._tables = self._thread_tables(rows)
+        self._views = np.ones((self.threads, 2))
 
     def initialise(self):
         no_q = np.zeros((0, self.K), dtype=np.float32)
@@ -331,33 +533,18 @@ class HdpPcsvb0(CollapsedHdpModel):
         """One pass over the corpus in random order (word by word, or in minibatches)."""
         o = self.opts
         hyper = np.array([self.alpha, self.gamma, self.gbar, self.E_bar])
-        self.scale, self.t_c, self.t_h = _pcsvb0_pass(
-            *self._documents(),
-            self._epoch_order(),
-            o["minibatch"],
-            self.n_dk,
-            self.nkw,
-            self.nk,
-            self.scale,
-            self._acc,
-            self._acc_k,
-            self._mark,
-            self._touched,
-            self.order,
-            self.u,
-            self.v,
-            self.pi,
-            hyper,
-            float(o["beta"]),
-            float(self.N),
-            float(self.D),
-            *(float(o[k]) for k in ("s_c", "tau_c", "s_d", "tau_d", "s_h", "tau_h", "kappa")),
-            self.t_c,
-            self.t_h,
-            *(o[k] for k in ("burn_in", "clumping", "optimize_alpha", "optimize_gamma", "reorder")),
-            o["alpha_update"] == "corpus",
-            *self._lengths,
-        )
+        order = self._epoch_order()
+        if self.threads > 1:  # module docstring, "Threads"
+            (self._minibatch_threads if o["minibatch"] > 0 else self._round_threads)(order, hyper)
+        else:
+            acc, acc_k, mark, touched, _ = self._tables
+            self.scale, self.t_c, self.t_h = _pcsvb0_pass(
+                *self._documents(), order, o["minibatch"], self.n_dk, self.nkw, self.nk, self.scale, acc[0],
+                acc_k[0], mark[0], touched[0], self.order, self.u, self.v, self.pi, hyper, float(o["beta"]),
+                float(self.N), float(self.D), *self._steps(), self.t_c, self.t_h,
+                *(o[k] for k in ("burn_in", "clumping", "optimize_alpha", "optimize_gamma", "reorder")),
+                o["alpha_update"] == "corpus", *self._lengths,
+            )  # fmt: skip
         self.alpha, self.gamma, self.gbar, self.E_bar = (float(x) for x in hyper)
         self.iteration += 1
         return self._metrics(
@@ -365,6 +552,87 @@ class HdpPcsvb0(CollapsedHdpModel):
             rho_h=float(kern.step_size(o["s_h"], o["tau_h"], o["kappa"], max(self.t_h - 1, 0))),
             topics_per_document=self.E_bar,
         )
+
+    def _steps(self):
+        """s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa."""
+        return tuple(float(self.opts[k]) for k in ("s_c", "tau_c", "s_d", "tau_d", "s_h", "tau_h", "kappa"))
+
+    def _minibatch_threads(self, order, hyper):
+        """Minibatches on T threads: thread t takes a run of each minibatch's documents (about equal
+        tokens) with n_kw and the sticks held fixed, as one thread does, into its own statistics;
+        these are summed in thread order before (B3)-(B6)."""
+        o, T, K = self.opts, self.threads, self.K
+        acc, acc_k, mark, touched, n_touched = self._tables
+        s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa = self._steps()
+        beta, N, alpha_corpus = float(o["beta"]), float(self.N), o["alpha_update"] == "corpus"
+        E, out = np.zeros((T, K)), np.zeros((T, 4))  # E_dk sums; tokens, documents, E_total, psi_total
+        q, prod, api = np.empty((T, K)), np.empty((T, K)), np.empty(K)
+        n_docs = _non_empty(self._lengths[1])
+        for lo in range(0, self.D, o["minibatch"]):
+            hi = min(lo + o["minibatch"], self.D)
+            cuts = lo + self._cuts(order[lo:hi])
+            api[:] = hyper[0] * self.pi
+            E[:] = 0.0
+
+            def part(t, cuts=cuts):
+                *_, n_touched[t], tokens, docs, E_total, psi_total = _run_documents(
+                    *self._documents(), order, cuts[t], cuts[t + 1], self.n_dk, self.nkw, self.nk, self.scale, api,
+                    q[t], prod[t], E[t], hyper[0], beta, N, s_c, tau_c, s_d, tau_d, kappa, self.t_c, o["burn_in"],
+                    o["clumping"], True, acc[t], acc_k[t], mark[t], touched[t], 0, alpha_corpus,
+                )  # fmt: skip
+                out[t] = tokens, docs, E_total, psi_total
+
+            self.workers.run(part)
+            tokens, docs = int(out[:, 0].sum()), int(out[:, 1].sum())
+            if docs == 0:
+                continue
+            n0 = kern.merge_into_first(acc, acc_k, mark, touched, n_touched)
+            E_mean, E_total, psi_total = E[0].copy(), float(out[0, 2]), float(out[0, 3])
+            for t in range(1, T):  # thread order
+                E_mean += E[t]
+                E_total += float(out[t, 2])
+                psi_total += float(out[t, 3])
+            self.scale, self.t_c, self.t_h = _minibatch_end(
+                self.nkw, self.nk, self.scale, acc[0], acc_k[0], mark[0], touched[0], n0, True, N, tokens, docs,
+                E_mean, E_total, psi_total, s_c, tau_c, s_h, tau_h, kappa, self.t_c, self.t_h, self.order, self.u,
+                self.v, self.pi, hyper, float(self.D), o["optimize_alpha"], o["optimize_gamma"], o["reorder"],
+                alpha_corpus, *self._lengths, n_docs,
+            )  # fmt: skip
+
+    def _round_threads(self, order, hyper):
+        """Word by word on T threads, in rounds of ROUND_DOCS documents per thread: each thread runs
+        its documents on its own view of n_kw (the round's table, its own decays and additions),
+        with the sticks of the round's start; then the views are composed into n_kw in thread
+        order, and the sticks take each document's step in order."""
+        o, T, K = self.opts, self.threads, self.K
+        dwk, dk, mark, touched, n_touched = self._tables
+        s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa = self._steps()
+        beta, N, alpha_corpus = float(o["beta"]), float(self.N), o["alpha_update"] == "corpus"
+        size = ROUND_DOCS * T
+        E_docs, api = np.zeros((size, K)), np.empty(K)
+        for lo in range(0, self.D, size):
+            hi = min(lo + size, self.D)
+            ptr = np.zeros(hi - lo + 1, dtype=np.int64)
+            np.cumsum(self.doc_len[order[lo:hi]], out=ptr[1:])
+            cuts = token_blocks(ptr, T)
+            api[:] = hyper[0] * self.pi
+
+            def part(t, lo=lo, cuts=cuts, ptr=ptr):
+                # thread t's (B3) steps come after those of the threads before it: its t_c starts there
+                n_touched[t] = _view_run(
+                    *self._documents(), order, lo + cuts[t], lo + cuts[t + 1], lo, self.n_dk, self.nkw, self.nk,
+                    self.scale, self._views[t], dwk[t], dk[t], mark[t], touched[t], api, E_docs, beta, N, s_c, tau_c,
+                    s_d, tau_d, kappa, self.t_c + int(ptr[cuts[t]]), o["burn_in"], o["clumping"],
+                )  # fmt: skip
+
+            self.workers.run(part)
+            self.scale = _merge_views(self.nkw, self.nk, self.scale, self._views, dwk, dk, mark, touched, n_touched)
+            self.t_c += int(ptr[-1])
+            self.t_h = _round_sticks(
+                order, lo, hi, self.doc_len, E_docs, self.nk, self.order, self.u, self.v, self.pi, hyper,
+                float(self.D), s_h, tau_h, kappa, self.t_h, o["optimize_alpha"], o["optimize_gamma"], o["reorder"],
+                alpha_corpus, *self._lengths,
+            )  # fmt: skip
 
     # -- estimates -----------------------------------------------------------------------
 

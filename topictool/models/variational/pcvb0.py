@@ -50,6 +50,7 @@ Implementation notes.
 import numba
 import numpy as np
 
+from ...corpus.corpus import token_blocks
 from . import kernels as kern
 from . import sticks
 from .common import HDP_DEFAULTS, CollapsedHdpModel
@@ -57,6 +58,9 @@ from .common import HDP_DEFAULTS, CollapsedHdpModel
 # (S3) and (S4) are equations in gamma and alpha: each is iterated to this relative change.
 FIXED_POINT_TOL = 1e-10
 FIXED_POINT_ITERS = 500
+# With T threads a sweep is ROUNDS rounds: in each, every thread takes the next of its ROUNDS blocks
+# of documents, and the threads' changes to n_wk, n_k are added to the tables after every round.
+ROUNDS = 8
 
 # ----------------------------------------------------------------------------
 # kernels
@@ -103,6 +107,53 @@ def _pcvb0_sweep(unit_ptr, unit_words, unit_counts, q, n_dk, n_wk, n_k, alpha_pi
     return E_total
 
 
+# The sweep (P1)-(P2) of one thread over documents d0..d1-1 (module docstring, "Threads"): it reads
+# the shared n_wk, n_k (as they were when the sweep began, not written by any thread) plus its own
+# changes to them, dwk (W x K, words touched listed in touched, marked in mark) and dk (K), and writes
+# q, n_dk of its own documents. Adds its sum_d E_dk into E_sum (K); returns (sum_{d,k} E_dk, n_touched).
+@numba.njit(cache=True, nogil=True)
+def _pcvb0_part(
+    unit_ptr, unit_words, unit_counts, d0, d1, q, n_dk, n_wk, n_k, dwk, dk, mark, touched, alpha_pi, beta, E_sum
+):  # fmt: skip
+    V, K = n_wk.shape
+    Vbeta = V * beta
+    x = np.empty(K, dtype=np.float64)
+    prod = np.empty(K, dtype=np.float64)
+    E_total = 0.0
+    n_touched = 0
+    for d in range(d0, d1):
+        if unit_ptr[d + 1] == unit_ptr[d]:
+            continue
+        for k in range(K):
+            prod[k] = 1.0
+        for i in range(unit_ptr[d], unit_ptr[d + 1]):
+            w = unit_words[i]
+            m = unit_counts[i]
+            n_touched = kern.touch(mark, touched, n_touched, w)
+            total = 0.0
+            for k in range(K):  # (P1) on the thread's view of the counts
+                qo = np.float64(q[i, k])
+                a = max(n_dk[d, k] - qo, 0.0)
+                b = max(n_wk[w, k] + dwk[w, k] - qo, 0.0)
+                c = max(n_k[k] + dk[k] - qo, 0.0)
+                x[k] = (a + alpha_pi[k]) * (b + beta) / (c + Vbeta)
+                total += x[k]
+            inv = 1.0 / total
+            for k in range(K):
+                qn = np.float32(x[k] * inv)
+                diff = m * (np.float64(qn) - np.float64(q[i, k]))
+                q[i, k] = qn
+                n_dk[d, k] += diff
+                dwk[w, k] += diff
+                dk[k] += diff
+                prod[k] = kern.absent(prod[k], np.float64(qn), m)
+        for k in range(K):  # (P2)
+            e = 1.0 - prod[k]
+            E_sum[k] += e
+            E_total += e
+    return E_total, n_touched
+
+
 # ----------------------------------------------------------------------------
 # the model
 
@@ -129,6 +180,9 @@ class HdpPcvb0(CollapsedHdpModel):
         self.n_wk = np.zeros((W, K), dtype=np.float64)
         self.n_k = np.zeros(K, dtype=np.float64)
         self._allocate_sticks()
+        if self.threads > 1:  # each thread's documents, and its changes to n_wk, n_k during a sweep
+            self._blocks = token_blocks(self.unit_ptr, self.threads * ROUNDS)
+            self._delta = self._thread_tables(W)
 
     def initialise(self):
         self._start(self.unit_ptr, self.unit_words, self.unit_counts, self.n_dk, self.n_wk, self.n_k, self.q)
@@ -145,18 +199,13 @@ class HdpPcvb0(CollapsedHdpModel):
         """One batch iteration: (P1)-(P2) over every token, then re-order, (S2)-(S3) and (S4) solved, (S1)."""
         o = self.opts
         E_sum = np.zeros(self.K)
-        E_total = _pcvb0_sweep(
-            self.unit_ptr,
-            self.unit_words,
-            self.unit_counts,
-            self.q,
-            self.n_dk,
-            self.n_wk,
-            self.n_k,
-            self.alpha * self.pi,
-            float(o["beta"]),
-            E_sum,
-        )
+        units = (self.unit_ptr, self.unit_words, self.unit_counts)
+        if self.threads == 1:
+            E_total = _pcvb0_sweep(
+                *units, self.q, self.n_dk, self.n_wk, self.n_k, self.alpha * self.pi, float(o["beta"]), E_sum
+            )  # fmt: skip
+        else:  # module docstring, "Threads"
+            E_total = self._sweep_threads(units, E_sum)
         self._reorder()
         self.u[:] = 1.0 + E_sum  # (S2): u
         solve = (FIXED_POINT_ITERS, FIXED_POINT_TOL)
@@ -167,6 +216,29 @@ class HdpPcvb0(CollapsedHdpModel):
         self._stick_weights(self.gamma)
         self.iteration += 1
         return self._metrics()
+
+    def _sweep_threads(self, units, E_sum):
+        """(P1)-(P2) on T threads in ROUNDS rounds: in round r thread t sweeps its r-th block of
+        documents with its own changes to n_wk and n_k, which are added to the tables after the
+        round; all sums in thread order (module docstring, "Threads")."""
+        dwk, dk, mark, touched, n_touched = self._delta
+        T = self.threads
+        E_t, E_total = np.zeros((T, self.K)), np.zeros((ROUNDS, T))
+        alpha_pi, beta, cuts = self.alpha * self.pi, float(self.opts["beta"]), self._blocks
+        for r in range(ROUNDS):
+
+            def part(t, r=r):
+                b = t * ROUNDS + r
+                E_total[r, t], n_touched[t] = _pcvb0_part(
+                    *units, cuts[b], cuts[b + 1], self.q, self.n_dk, self.n_wk, self.n_k, dwk[t], dk[t], mark[t],
+                    touched[t], alpha_pi, beta, E_t[t],
+                )  # fmt: skip
+
+            self.workers.run(part)
+            kern.add_deltas(self.n_wk, self.n_k, dwk, dk, mark, touched, n_touched)
+        for t in range(T):
+            E_sum += E_t[t]
+        return float(sum(E_total.T.ravel().tolist()))
 
     # -- estimates -----------------------------------------------------------------------
 

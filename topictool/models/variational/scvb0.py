@@ -51,9 +51,63 @@ from .common import VariationalModel
 # kernels
 
 
-# One SCVB0 pass (F1)-(F4) over the documents in ``order``; N^Phi = scale * phi_wk, N^Z = scale * n_z.
-# acc (W x K) and acc_z (K) are zero on entry and exit; mark (W) is -1 on entry and exit.
-# Returns (scale, t).
+# (F1)-(F2) for the documents order[lo:hi] of a minibatch, with N^Phi = scale * phi_wk and
+# 1 / (N^Z + W beta) = inv_nz held fixed; the final pass adds sum gamma into acc, acc_z (words
+# touched listed in touched, marked in mark). Writes n_theta's rows of these documents only and
+# reads the shared tables only, so threads may run it on disjoint runs of documents at once.
+# Returns (n_touched, tokens).
+@numba.njit(cache=True, nogil=True)
+def _scvb0_docs(
+    doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_theta, phi_wk, scale, inv_nz, acc, acc_z, mark, touched,
+    n_touched, alpha, beta, s_theta, tau_theta, kappa, burn_in, clumping,
+):  # fmt: skip
+    K = phi_wk.shape[1]
+    gam = np.empty(K, dtype=np.float64)
+    tokens = 0
+    for b in range(lo, hi):
+        d = order[b]
+        Cj = doc_len[d]
+        tokens += Cj
+        td = 0
+        for p in range(burn_in + 1):
+            final = p == burn_in
+            for i in range(doc_ptr[d], doc_ptr[d + 1]):
+                w = word_ids[i]
+                m = counts[i]
+                reps = 1 if clumping else m
+                weight = m if clumping else 1
+                if final:
+                    n_touched = kern.touch(mark, touched, n_touched, w)
+                for _r in range(reps):
+                    total = 0.0
+                    for k in range(K):  # (F1)
+                        x = (scale * phi_wk[w, k] + beta) * inv_nz[k] * (n_theta[d, k] + alpha)
+                        gam[k] = x
+                        total += x
+                    inv = 1.0 / total
+                    c = kern.keep_fraction(s_theta, tau_theta, kappa, td, weight)
+                    f = (1.0 - c) * Cj * inv
+                    for k in range(K):  # (F2)
+                        n_theta[d, k] = c * n_theta[d, k] + f * gam[k]
+                    td += weight
+                    if final:
+                        g = weight * inv
+                        for k in range(K):
+                            acc[w, k] += g * gam[k]
+                            acc_z[k] += g * gam[k]
+    return n_touched, tokens
+
+
+# 1 / (N^Z + W beta) for the minibatch, N^Z = scale * n_z.
+@numba.njit(cache=True, nogil=True)
+def _inverse_totals(n_z, scale, W, beta, inv_nz):
+    for k in range(n_z.shape[0]):
+        inv_nz[k] = 1.0 / (scale * n_z[k] + W * beta)
+
+
+# One SCVB0 pass (F1)-(F4) over the documents in ``order`` on one thread; N^Phi = scale * phi_wk,
+# N^Z = scale * n_z. acc (W x K) and acc_z (K) are zero on entry and exit; mark (W) is -1 on entry
+# and exit. Returns (scale, t).
 @numba.njit(cache=True, nogil=True)
 def _scvb0_pass(
     doc_ptr, word_ids, counts, doc_len, order, minibatch, n_theta, phi_wk, n_z, scale, acc, acc_z,
@@ -61,45 +115,14 @@ def _scvb0_pass(
 ):  # fmt: skip
     W, K = phi_wk.shape
     D = order.shape[0]
-    gam = np.empty(K, dtype=np.float64)
     inv_nz = np.empty(K, dtype=np.float64)
     for lo in range(0, D, minibatch):
         hi = min(lo + minibatch, D)
-        for k in range(K):
-            inv_nz[k] = 1.0 / (scale * n_z[k] + W * beta)
-        n_touched = 0
-        tokens = 0
-        for b in range(lo, hi):
-            d = order[b]
-            Cj = doc_len[d]
-            tokens += Cj
-            td = 0
-            for p in range(burn_in + 1):
-                final = p == burn_in
-                for i in range(doc_ptr[d], doc_ptr[d + 1]):
-                    w = word_ids[i]
-                    m = counts[i]
-                    reps = 1 if clumping else m
-                    weight = m if clumping else 1
-                    if final:
-                        n_touched = kern.touch(mark, touched, n_touched, w)
-                    for _r in range(reps):
-                        total = 0.0
-                        for k in range(K):  # (F1)
-                            x = (scale * phi_wk[w, k] + beta) * inv_nz[k] * (n_theta[d, k] + alpha)
-                            gam[k] = x
-                            total += x
-                        inv = 1.0 / total
-                        c = kern.keep_fraction(s_theta, tau_theta, kappa, td, weight)
-                        f = (1.0 - c) * Cj * inv
-                        for k in range(K):  # (F2)
-                            n_theta[d, k] = c * n_theta[d, k] + f * gam[k]
-                        td += weight
-                        if final:
-                            g = weight * inv
-                            for k in range(K):
-                                acc[w, k] += g * gam[k]
-                                acc_z[k] += g * gam[k]
+        _inverse_totals(n_z, scale, W, beta, inv_nz)
+        n_touched, tokens = _scvb0_docs(
+            doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_theta, phi_wk, scale, inv_nz, acc, acc_z, mark,
+            touched, 0, alpha, beta, s_theta, tau_theta, kappa, burn_in, clumping,
+        )  # fmt: skip
         # (F3)-(F4): N <- (1 - rho) N + rho C/|M| sum gamma
         rho = kern.step_size(s_phi, tau_phi, kappa, t)
         scale = kern.flush_minibatch(phi_wk, n_z, scale, rho, C, tokens, acc, acc_z, mark, touched, n_touched)
@@ -143,10 +166,8 @@ class LdaScvb0(VariationalModel):
         self.n_z = np.zeros(K, dtype=np.float64)  # N^Z / scale
         self.scale = 1.0
         self.t = 0
-        self._acc = np.zeros((W, K), dtype=np.float64)
-        self._acc_z = np.zeros(K, dtype=np.float64)
-        self._mark = np.full(W, -1, dtype=np.int64)
-        self._touched = np.zeros(W, dtype=np.int64)
+        # Nhat^Phi, Nhat^Z of the minibatch, one accumulator per thread
+        self._acc, self._acc_z, self._mark, self._touched, self._n_touched = self._thread_tables(W)
 
     def initialise(self):
         no_q, no_E = np.zeros((0, self.K), dtype=np.float32), np.zeros(0)
@@ -156,25 +177,41 @@ class LdaScvb0(VariationalModel):
     def step(self):
         """One pass over the corpus in random order, in minibatches of ``minibatch`` documents."""
         o = self.opts
-        self.scale, self.t = _scvb0_pass(
-            *self._documents(),
-            self._epoch_order(),
-            o["minibatch"],
-            self.n_theta,
-            self.phi_wk,
-            self.n_z,
-            self.scale,
-            self._acc,
-            self._acc_z,
-            self._mark,
-            self._touched,
-            *(float(o[k]) for k in ("alpha", "beta")),
-            float(self.N),
-            *(float(o[k]) for k in ("s_phi", "tau_phi", "s_theta", "tau_theta", "kappa")),
-            self.t,
-            o["burn_in"],
-            o["clumping"],
-        )
+        order = self._epoch_order()
+        alpha, beta = (float(o[k]) for k in ("alpha", "beta"))
+        steps = ("s_phi", "tau_phi", "s_theta", "tau_theta", "kappa")
+        s_phi, tau_phi, s_theta, tau_theta, kappa = (float(o[k]) for k in steps)
+        if self.threads == 1:
+            self.scale, self.t = _scvb0_pass(
+                *self._documents(), order, o["minibatch"], self.n_theta, self.phi_wk, self.n_z, self.scale,
+                self._acc[0], self._acc_z[0], self._mark[0], self._touched[0], alpha, beta, float(self.N),
+                s_phi, tau_phi, s_theta, tau_theta, kappa, self.t, o["burn_in"], o["clumping"],
+            )  # fmt: skip
+        else:  # module docstring, "Threads"
+            inv_nz = np.empty(self.K)
+            acc = (self._acc, self._acc_z, self._mark, self._touched, self._n_touched)
+            tokens = np.zeros(self.threads, dtype=np.int64)
+            for lo in range(0, self.D, o["minibatch"]):
+                hi = min(lo + o["minibatch"], self.D)
+                cuts = lo + self._cuts(order[lo:hi])
+                _inverse_totals(self.n_z, self.scale, self.W, beta, inv_nz)
+
+                def part(t, cuts=cuts):
+                    self._n_touched[t], tokens[t] = _scvb0_docs(
+                        *self._documents(), order, cuts[t], cuts[t + 1], self.n_theta, self.phi_wk, self.scale,
+                        inv_nz, self._acc[t], self._acc_z[t], self._mark[t], self._touched[t], 0, alpha, beta,
+                        s_theta, tau_theta, kappa, o["burn_in"], o["clumping"],
+                    )  # fmt: skip
+
+                self.workers.run(part)
+                n0 = kern.merge_into_first(*acc)  # sums in thread order
+                # (F3)-(F4)
+                rho = kern.step_size(s_phi, tau_phi, kappa, self.t)
+                self.scale = kern.flush_minibatch(
+                    self.phi_wk, self.n_z, self.scale, rho, float(self.N), int(tokens.sum()), self._acc[0],
+                    self._acc_z[0], self._mark[0], self._touched[0], n0,
+                )  # fmt: skip
+                self.t += 1
         self.iteration += 1
         rho_phi = kern.step_size(o["s_phi"], o["tau_phi"], o["kappa"], self.t - 1)
         return self._metrics(minibatches=self.t, rho_phi=float(rho_phi))

@@ -234,6 +234,28 @@ def _global_step(lam_wk, lam_k, scale, words, sstats, rho, D_total, size):
     return scale
 
 
+# The threads' (words, sstats) of one minibatch, concatenated in thread order, as one table on the
+# union of their words (first-seen order): each word's rows summed in thread order. ``mark`` (W, all
+# -1) is left as it came.
+@numba.njit(cache=True, nogil=True)
+def _union_sum(words, sstats, mark):
+    n = 0
+    for i in range(words.shape[0]):
+        if mark[words[i]] < 0:
+            mark[words[i]] = n
+            n += 1
+    union = np.empty(n, dtype=np.int64)
+    total = np.zeros((n, sstats.shape[1]), dtype=np.float64)
+    for i in range(words.shape[0]):
+        j = mark[words[i]]
+        union[j] = words[i]
+        for k in range(sstats.shape[1]):
+            total[j, k] += sstats[i, k]
+    for j in range(n):
+        mark[union[j]] = -1
+    return union, total
+
+
 # ----------------------------------------------------------------------------
 # the model
 
@@ -272,18 +294,26 @@ class LdaSvi(VariationalModel):
         self.gamma_dk = np.zeros((self.D, K), dtype=np.float64)
         self.scale = 1.0
         self.t = 0
-        self._mark = np.full(W, -1, dtype=np.int64)
+        self._marks = np.full((self.threads, W), -1, dtype=np.int64)  # one per thread
+        self._mark = self._marks[0]
         self.engine = getattr(self.corpus, "engine", None)
 
     def rng_streams(self):
-        # MPI: row 0 the same on every rank (lambda's start, the document order), row 1 the rank's own
-        return 1 if getattr(self, "engine", None) is None else 2
+        # row t: thread t's cold starts (row 0 also draws lambda's start and the document order). MPI:
+        # row 0 the same on every rank, rows 1..T the rank's own (one per thread)
+        return self.threads if getattr(self, "engine", None) is None else 1 + self.threads
+
+    def _own_row(self, t):
+        """The stream of thread t's cold starts."""
+        return t if self.engine is None else 1 + t
 
     def initialise(self):
         # lambda = beta + Gamma(100, 1/100) (onlineldavb); gamma_d likewise.
         own = 0
-        if self.engine is not None:
-            self.rng = make_streams(self.seed, 1 + self.engine.size)[[0, 1 + self.engine.rank]].copy()
+        if self.engine is not None:  # rank r's rows: 1 + r T + t (with T = 1 as before threads)
+            T, r = self.threads, self.engine.rank
+            rows = [0] + [1 + r * T + t for t in range(T)]
+            self.rng = make_streams(self.seed, 1 + self.engine.size * T)[rows].copy()
             own = 1
         _random_gamma_rows(self.lam_wk, self.rng, 0)
         self.lam_k[:] = self.lam_wk.sum(axis=0)
@@ -298,9 +328,9 @@ class LdaSvi(VariationalModel):
         alpha, beta, tau, kappa = (float(o[k]) for k in ("alpha", "beta", "tau", "kappa"))
         warm = self.iteration >= o["cold_passes"]
         if engine is None:
-            D_total, first, row, order = self.D, 0, 0, self._epoch_order()
+            D_total, first, order = self.D, 0, self._epoch_order()
         else:
-            D_total, first, row = int(self.corpus.D_total), int(self.corpus.first_doc), 1
+            D_total, first = int(self.corpus.D_total), int(self.corpus.first_doc)
             order = np.arange(D_total, dtype=np.int64)
             shuffle(order, self.rng, 0)
         rho_first = kern.step_size(1.0, tau, kappa, self.t)
@@ -310,10 +340,7 @@ class LdaSvi(VariationalModel):
             docs = order[lo:hi]
             if engine is not None:
                 docs = docs[(docs >= first) & (docs < first + self.D)] - first
-            words, sstats, it = _minibatch_local(
-                self.doc_ptr, self.word_ids, self.counts, docs, self.lam_wk, self.lam_k, self.scale, self.gamma_dk,
-                warm, alpha, beta, o["local_iterations"], float(o["local_tol"]), self.rng, row, self._mark
-            )  # fmt: skip
+            words, sstats, it = self._local(docs, warm, alpha, beta)
             iters += it
             if engine is not None:  # the minibatch's words over every rank, sorted; statistics summed on them
                 every, _ = engine.allgatherv(np.sort(words))
@@ -337,6 +364,27 @@ class LdaSvi(VariationalModel):
         if engine is not None:
             metrics["tokens"] = int(self.corpus.N_total)
         return metrics
+
+    def _local(self, docs, warm, alpha, beta):
+        """(L1)-(L2) for the minibatch's documents ``docs``: (words, sstats, local iterations). With T
+        threads, thread t takes the t-th run of ``docs`` (about equal tokens), with its own word map
+        and stream; the statistics are summed in thread order (module docstring, "Threads")."""
+        o = self.opts
+        args = (o["local_iterations"], float(o["local_tol"]), self.rng)
+        lam = (self.lam_wk, self.lam_k, self.scale, self.gamma_dk, warm, alpha, beta)
+        corpus = (self.doc_ptr, self.word_ids, self.counts)
+        if self.threads == 1:
+            return _minibatch_local(*corpus, docs, *lam, *args, self._own_row(0), self._mark)
+        cuts = self._cuts(docs)
+        out = [None] * self.threads
+
+        def part(t):
+            mine = docs[cuts[t] : cuts[t + 1]]
+            out[t] = _minibatch_local(*corpus, mine, *lam, *args, self._own_row(t), self._marks[t])
+
+        self.workers.run(part)
+        words, sstats = _union_sum(np.concatenate([x[0] for x in out]), np.concatenate([x[1] for x in out]), self._mark)
+        return words, sstats, sum(x[2] for x in out)
 
     def log_likelihood(self):
         ll = super().log_likelihood()
