@@ -23,6 +23,7 @@ them before the directory is put in place.
 """
 
 import hashlib
+import itertools
 import os
 import zipfile
 from array import array
@@ -45,17 +46,25 @@ BATCH_DOCS = 4096
 
 
 def tokenise_batch(texts, tokenize, stop):
-    """Distinct words and their counts of each text, in order of first occurrence, stop words
-    removed: (words, counts, words per text), flat."""
-    words, counts, lengths = [], array("i"), array("q")
+    """Each text's distinct words (stop words removed) and their counts, in order of first
+    occurrence, with the words numbered within the batch: (batch words in order of first sight,
+    their batch numbers, each text's word numbers, counts, words per text). The numbers are not
+    contiguous (the caller maps them through a table); numbering here, in the worker, leaves the
+    main process one dictionary look-up per distinct word of the batch, not per word of each text.
+    """
+    numbers = {}
+    counter = itertools.count()
+    delete = dict.__delitem__  # Counter's own __delitem__ is Python code
+    ids, counts, lengths = array("q"), array("i"), array("q")
     for text in texts:
-        before = len(words)
-        for w, n in Counter(tokenize(text)).items():
-            if w not in stop:
-                words.append(w)
-                counts.append(n)
-        lengths.append(len(words) - before)
-    return words, counts, lengths
+        c = Counter(tokenize(text))
+        if stop:
+            for w in c.keys() & stop:
+                delete(c, w)  # (the others keep their order)
+        ids.extend(map(numbers.setdefault, c, counter))
+        counts.extend(c.values())
+        lengths.append(len(c))
+    return list(numbers), array("q", numbers.values()), ids, counts, lengths
 
 
 _WORKER = None  # (tokenizer, stop words) of a worker process
@@ -144,27 +153,25 @@ class Scan:
 
     def add(self, names, result, files_out):
         """One tokenised batch: number new words, sort each document's rows by id, append."""
-        words, counts, lengths = result
-        get = self.index.get
-        ids = np.array([get(w, -1) for w in words], dtype=np.int64)
+        words, numbers, local, counts, lengths = result
+        ids = np.fromiter(map(self.index.get, words, itertools.repeat(-1)), dtype=np.int64, count=len(words))
+        new = np.flatnonzero(ids < 0)
+        if len(new) and not self.fixed:
+            index, vocab = self.index, self.words
+            for p in new.tolist():  # the batch's words in order of first sight: ids in that order
+                ids[p] = index[words[p]] = len(vocab)
+                vocab.append(words[p])
+        table = np.empty(len(local), dtype=np.int64)  # batch number -> id (numbers < len(local))
+        table[np.frombuffer(numbers, dtype=np.int64)] = ids
+        ids = table[np.frombuffer(local, dtype=np.int64)]
         cnt = np.frombuffer(counts, dtype=np.int32)
         lengths = np.frombuffer(lengths, dtype=np.int64)
-        new = np.flatnonzero(ids < 0)
-        if len(new) and self.fixed:
-            self.oov += int(cnt[new].sum(dtype=np.int64))  # words outside --vocab: counted, dropped
-        elif len(new):
-            index, vocab = self.index, self.words
-            for p in new.tolist():  # in reading order: ids in order of first sight
-                w = words[p]
-                i = index.get(w)
-                if i is None:
-                    i = index[w] = len(vocab)
-                    vocab.append(w)
-                ids[p] = i
+        if self.fixed:
+            outside = ids < 0
+            self.oov += int(cnt[outside].sum(dtype=np.int64))  # words outside --vocab: counted, dropped
         doc = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-        if self.fixed and len(new):
-            keep = ids >= 0
-            ids, cnt, doc = ids[keep], cnt[keep], doc[keep]
+        if self.fixed:
+            ids, cnt, doc = ids[~outside], cnt[~outside], doc[~outside]
         # rows ascending by id within each document (documents stay in order)
         order = np.argsort(doc * (len(self.words) + 1) + ids, kind="stable")
         ids, cnt = ids[order].astype(np.int32), cnt[order]
