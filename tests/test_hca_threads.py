@@ -12,6 +12,7 @@ from topictool.models.hca import sampler as smp
 from topictool.models.hca.hdp import HdpGibbs
 from topictool.models.hca.nplda import NpldaGibbs
 from topictool.synth import hdp as synth_hdp
+from topictool.synth import lda as synth_lda
 
 CASES = [(HdpGibbs, False), (HdpGibbs, True), (NpldaGibbs, False), (NpldaGibbs, True)]
 IDS = ["hdp", "hdp+burst", "nplda", "nplda+burst"]
@@ -132,17 +133,27 @@ def test_document_blocks_balance_tokens():
         assert b[0] == 0 and b[-1] == 6 and len(b) == T + 1 and all(x <= y for x, y in zip(b, b[1:]))
 
 
+@pytest.fixture(scope="module")
+def lda_corpora():
+    train, test, _ = synth_lda(
+        topics=6, vocab_size=300, documents=200, test_documents=60, length=60, alpha="0.2", beta=0.02, seed=4
+    )
+    return train, test
+
+
 @pytest.mark.parametrize("cls,burst", [(HdpGibbs, False), (NpldaGibbs, True)], ids=["hdp", "nplda+burst"])
-def test_two_threads_hold_held_out_perplexity(corpora, cls, burst):
-    """Held-out document-completion perplexity of 2 threads within 1 % of one thread's (both
-    averaged over two seeds, the estimates of the last 30 of 60 sweeps averaged)."""
-    train, test = corpora
+def test_two_threads_hold_held_out_perplexity(lda_corpora, cls, burst):
+    """Held-out document-completion perplexity of 2 threads within 1 % of one thread's, each the
+    mean over seeds 1-3 of 80 sweeps (the last 40 sweeps' estimates averaged). One chain's
+    perplexity varies by about 1 % with the seed here; a merge that lost or doubled counts
+    is far off (and check_invariants would fail)."""
+    train, test = lda_corpora
     perp = {}
     for T in (1, 2):
         vals = []
-        for seed in (1, 2):
-            m = cls(train, {"K": 20, "burst": burst, "phi_average": 30}, seed, threads=T)
-            for _ in range(60):
+        for seed in (1, 2, 3):
+            m = cls(train, {"K": 10, "burst": burst, "phi_average": 40}, seed, threads=T)
+            for _ in range(80):
                 m.step()
             vals.append(document_completion(m.snapshot(), test, samples=20)["perplexity"])
         perp[T] = float(np.mean(vals))
