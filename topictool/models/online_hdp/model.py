@@ -415,6 +415,27 @@ class _VariationalHdp(Model):
             self.workers.run(lambda t: kern.topic_terms_range(lam, self.beta, out, elog_sum, cut[t], cut[t + 1]))
         return out
 
+    def _topic_terms_beside(self, serial_part, elog_sum):
+        """serial_part() and _topic_terms(elog_sum=elog_sum): one after the other on one thread;
+        on T > 1 threads serial_part on thread 0 (Python, which would otherwise leave the other
+        threads idle) while threads 1..T-1 take ranges of the topics. Each topic's terms are its
+        own, so the result is the same for every T."""
+        if self.threads == 1:
+            serial_part()
+            return self._topic_terms(elog_sum=elog_sum)
+        lam, K = self.lam, self.lam.shape[0]
+        out = np.empty(K)
+        cut = split(K, self.threads - 1)
+
+        def part(t):
+            if t == 0:
+                serial_part()
+            else:
+                kern.topic_terms_range(lam, self.beta, out, elog_sum, cut[t - 1], cut[t])
+
+        self.workers.run(part)
+        return out
+
     def _local_step(self, mb, theta, init_theta, keep_phi, max_iter=None, lam=None, alpha=None, beta_star=None):
         """kernels.e_step on a minibatch (with the model's lambda, alpha, beta* unless given);
         returns (sstats (U, K), phi, doc_elbo, doc_iters)."""
@@ -653,14 +674,22 @@ class OnlineHdp(_VariationalHdp):
             S = theta.shape[0]
         scale = self.D / S
 
-        # the bound of the model as it met this minibatch (after the local step)
-        elog_sum = np.empty(K)
-        T = self._topic_terms(elog_sum=elog_sum)
-        elbo = float(kern.log_stick_prior(self.beta_star, self.gamma)) + T.sum() + scale * doc_elbo_sum
-
         rho = self.rho()
         n = np.maximum(theta[:, :K] - self.alpha * self.beta_star[:K], 0.0)  # n_jk (theta = alpha beta* + n)
-        beta_hat = self._beta_hat(theta, n, scale)
+        hat = {}
+
+        def serial_part():  # beta-hat, then alpha from the minibatch (below): Python, on one thread
+            hat["beta"] = beta_hat = self._beta_hat(theta, n, scale)
+            beta_new = (1.0 - rho) * self.beta_star + rho * beta_hat
+            if o["hyper_burn_in"] <= self.iteration and o["optimize_alpha"]:
+                hat["alpha"] = self._alpha_hat(theta, n, beta_new, scale)
+
+        # the bound of the model as it met this minibatch (after the local step); its topic terms
+        # are computed beside the serial part (neither reads what the other writes)
+        elog_sum = np.empty(K)
+        T = self._topic_terms_beside(serial_part, elog_sum)
+        elbo = float(kern.log_stick_prior(self.beta_star, self.gamma)) + T.sum() + scale * doc_elbo_sum
+        beta_hat = hat["beta"]
 
         # the online update of lambda (on its pseudo-counts lambda - beta) and of beta*, in parts
         # (split_merge.MoveState): lambda = beta + (1 - rho)(lambda - beta) + rho D/|S| sstats
@@ -676,8 +705,7 @@ class OnlineHdp(_VariationalHdp):
         # each replaces the old value (they are maximisers, not gradients)
         alpha, gamma, prior = self.alpha, self.gamma, self.beta
         if o["hyper_burn_in"] <= self.iteration:
-            if o["optimize_alpha"]:
-                alpha = self._alpha_hat(theta, n, beta_new, scale)
+            alpha = hat.get("alpha", alpha)
             if o["optimize_beta"]:
                 prior = self._prior_update(elog_sum)
             if o["optimize_gamma"]:
