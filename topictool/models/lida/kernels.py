@@ -227,6 +227,66 @@ def sweep_topics(
     """Resample z in document order (bucket sampler of the module docstring). Returns the
     number of rejected draws."""
     D = token_ptr.shape[0] - 1
+    W = phi_bar.shape[0]
+    return sweep_cell(
+        0,
+        D,
+        0,
+        W,
+        token_ptr,
+        words,
+        z,
+        theta_bar,
+        phi_bar,
+        tw_ptr,
+        tw_topic,
+        tw_count,
+        tw_len,
+        n_k,
+        V_k,
+        alpha,
+        beta,
+        rng,
+    )
+
+
+# First token in [lo, hi) whose word is >= w (a document's tokens are in ascending word order).
+@numba.njit(cache=True, nogil=True)
+def _first_word_at_least(words, lo, hi, w):
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if words[mid] < w:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+# Eq. (5) over one cell: the tokens of documents d0..d1-1 whose words are in w0..w1-1 (the
+# whole corpus for sweep_topics; a cell of the threads' schedule otherwise). n_dk counts every
+# token of the document, so the caller must own the documents' whole z while this runs.
+@numba.njit(cache=True, nogil=True)
+def sweep_cell(
+    d0,
+    d1,
+    w0,
+    w1,
+    token_ptr,
+    words,
+    z,
+    theta_bar,
+    phi_bar,
+    tw_ptr,
+    tw_topic,
+    tw_count,
+    tw_len,
+    n_k,
+    V_k,
+    alpha,
+    beta,
+    rng,
+):
+    W = phi_bar.shape[0]
     K = n_k.shape[0]
     n_dk = np.zeros(K, dtype=np.int64)
     inv = np.zeros(K, dtype=np.float64)  # 1/(βV_k + n_k), kept for the document's active topics
@@ -237,12 +297,18 @@ def sweep_topics(
     qcum = np.empty(K, dtype=np.float64)
     ab = alpha * beta
     rejections = 0
-    for d in range(D):
+    for d in range(d0, d1):
         lo = token_ptr[d]
         hi = token_ptr[d + 1]
         if hi == lo:
             continue
-        for i in range(lo, hi):
+        if w0 > 0:  # the cell's tokens: one run, the document's tokens being in word order
+            lo = _first_word_at_least(words, lo, hi, w0)
+        if w1 < W:
+            hi = _first_word_at_least(words, lo, hi, w1)
+        if hi == lo:
+            continue
+        for i in range(token_ptr[d], token_ptr[d + 1]):
             n_dk[z[i]] += 1
         n_act = 0
         n_nz = 0
@@ -714,26 +780,34 @@ def expected_log_likelihood(doc_ptr, word_ids, counts, theta, phi_wk):
 
 
 # ----------------------------------------------------------------------------------------
-# threads (AD-LDA, Newman et al. 2009): each thread samples its own documents (or words)
-# against its own copy of the statistics shared across them; the copies' changes are summed
-# into the global statistics after the phase. All counts are integers, so the merge is exact
-# and does not depend on the order in which the threads ran.
+# threads (LidaGibbs._step_threads): (5) on the vocabulary-partitioned schedule (Yan, Xu & Qi
+# 2009), (6) on blocks of documents and (7) on ranges of words, each thread against its own
+# copy of the totals shared across its part (n_k, m_k, V_k), the copies' changes summed after.
 
 
-# Phase 1, thread t: (5) over documents d0..d1-1 against the thread's copies of n_vk and n_k,
-# then, when theta_step, (6) over the same documents against its copy of m_k. block_ptr and
-# block_theta are token_ptr[d0 : d1 + 1] and theta_bar[d0:d1] (sliced by the caller, so that
-# sweep_topics keeps its C-contiguous signature). Returns the rejected draws.
+# True when every document's tokens are in ascending word order (a cell is then one run).
 @numba.njit(cache=True, nogil=True)
-def sweep_block(
+def words_ascending(token_ptr, words):
+    for d in range(token_ptr.shape[0] - 1):
+        for i in range(token_ptr[d] + 1, token_ptr[d + 1]):
+            if words[i] < words[i - 1]:
+                return False
+    return True
+
+
+# One round of (5), thread t: its cell (documents d0..d1-1, words w0..w1-1) against its own
+# copy of n_k, taken from the global totals; when theta_step (its last round: its documents'
+# z are final), then (6) over the same documents against its own copy of m_k.
+@numba.njit(cache=True, nogil=True)
+def round_cell(
     d0,
     d1,
+    w0,
+    w1,
     token_ptr,
-    block_ptr,
     words,
     z,
     theta_bar,
-    block_theta,
     phi_bar,
     tw_ptr,
     tw_topic,
@@ -742,9 +816,6 @@ def sweep_block(
     n_k,
     V_k,
     m_k,
-    loc_topic,
-    loc_count,
-    loc_len,
     loc_n_k,
     loc_m_k,
     alpha,
@@ -754,12 +825,26 @@ def sweep_block(
     theta_step,
     rng,
 ):
-    loc_topic[:] = tw_topic
-    loc_count[:] = tw_count
-    loc_len[:] = tw_len
     loc_n_k[:] = n_k
-    rejections = sweep_topics(
-        block_ptr, words, z, block_theta, phi_bar, tw_ptr, loc_topic, loc_count, loc_len, loc_n_k, V_k, alpha, beta, rng
+    rejections = sweep_cell(
+        d0,
+        d1,
+        w0,
+        w1,
+        token_ptr,
+        words,
+        z,
+        theta_bar,
+        phi_bar,
+        tw_ptr,
+        tw_topic,
+        tw_count,
+        tw_len,
+        loc_n_k,
+        V_k,
+        alpha,
+        beta,
+        rng,
     )
     if theta_step:
         loc_m_k[:] = m_k
@@ -767,92 +852,14 @@ def sweep_block(
     return rejections
 
 
-# The global n_vk of words v0..v1-1 := n_vk + Σ_t (copy_t − n_vk), in the canonical layout
-# (topics ascending, unused slots zero: what build_counts gives from z). Returns the number
-# of words whose merged counts broke a constraint (a negative count, or more topics than the
-# word has slots): 0 unless the threads touched data that was not theirs.
+# (7) over one range of words, thread t, against its own copy of V_k (a word's φ̄ row and m_v
+# are its range's alone). block_* are tw_ptr[v0 : v1 + 1], tw_len[v0:v1], phi_bar[v0:v1] and
+# m_v[v0:v1], sliced by the caller.
 @numba.njit(cache=True, nogil=True)
-def merge_word_lists(v0, v1, K, tw_ptr, tw_topic, tw_count, tw_len, loc_topic, loc_count, loc_len):
-    T = loc_topic.shape[0]
-    delta = np.zeros(K, dtype=np.int64)
-    seen = np.zeros(K, dtype=np.uint8)
-    order = np.empty(K, dtype=np.int64)
-    bad = 0
-    for v in range(v0, v1):
-        s = tw_ptr[v]
-        L = tw_len[v]
-        n = 0
-        for j in range(L):
-            k = tw_topic[s + j]
-            delta[k] -= (T - 1) * tw_count[s + j]
-            if not seen[k]:
-                seen[k] = 1
-                order[n] = k
-                n += 1
-        for t in range(T):
-            for j in range(loc_len[t, v]):
-                k = loc_topic[t, s + j]
-                delta[k] += loc_count[t, s + j]
-                if not seen[k]:
-                    seen[k] = 1
-                    order[n] = k
-                    n += 1
-        order[:n].sort()
-        L_new = 0
-        broken = False
-        for i in range(n):
-            k = order[i]
-            c = delta[k]
-            if c < 0 or (c > 0 and s + L_new >= tw_ptr[v + 1]):
-                broken = True
-            elif c > 0:
-                tw_topic[s + L_new] = k
-                tw_count[s + L_new] = c
-                L_new += 1
-            delta[k] = 0
-            seen[k] = 0
-        for j in range(L_new, L):
-            tw_topic[s + j] = 0
-            tw_count[s + j] = 0
-        tw_len[v] = L_new
-        if broken:
-            bad += 1
-    return bad
-
-
-# Phase 2, thread t: merge the n_vk of words v0..v1-1, then, when phi_step, (7) over the same
-# words against the thread's copy of V_k (m_v and φ̄ rows are per word: the thread's own).
-# block_* are tw_ptr[v0 : v1 + 1], tw_len[v0:v1], phi_bar[v0:v1] and m_v[v0:v1].
-@numba.njit(cache=True, nogil=True)
-def word_block(
-    v0,
-    v1,
-    tw_ptr,
-    tw_topic,
-    tw_count,
-    tw_len,
-    loc_topic,
-    loc_count,
-    loc_len,
-    phi_step,
-    block_tw_ptr,
-    block_tw_len,
-    block_phi,
-    block_m_v,
-    V_k,
-    loc_V_k,
-    n_k,
-    in_use,
-    beta,
-    c,
-    e,
-    n_topics,
-    rng,
+def phi_bar_range(
+    block_tw_ptr, tw_topic, block_tw_len, block_phi, block_m_v, V_k, loc_V_k, n_k, in_use, beta, c, e, n_topics, rng
 ):
-    bad = merge_word_lists(v0, v1, n_k.shape[0], tw_ptr, tw_topic, tw_count, tw_len, loc_topic, loc_count, loc_len)
-    if phi_step:
-        loc_V_k[:] = V_k
-        resample_phi_bar(
-            block_tw_ptr, tw_topic, block_tw_len, block_phi, block_m_v, loc_V_k, n_k, in_use, beta, c, e, n_topics, rng
-        )
-    return bad
+    loc_V_k[:] = V_k
+    resample_phi_bar(
+        block_tw_ptr, tw_topic, block_tw_len, block_phi, block_m_v, loc_V_k, n_k, in_use, beta, c, e, n_topics, rng
+    )

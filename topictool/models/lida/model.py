@@ -38,17 +38,20 @@ with ``initial_topics`` topics on in every document.
 Memory: 4 bytes of word id and 2 of topic per token (4 when K ≥ 32768), up to two int32
 per token in the word-topic lists, plus D x K and W x K bytes for θ̄ and φ̄ (``theta_on``
 and ``phi_on``; the state arrays ``theta_bar`` and ``phi_bar`` are the same matrices packed
-8 to a byte along each row, as checkpoints hold them), and with T > 1 threads T copies of
-the word lists (see _step_threads).
+8 to a byte along each row, as checkpoints hold them). Threads add three K-vectors each.
 
-Threads (--threads T > 1): AD-LDA's scheme (Newman et al. 2009) on both sides. Documents are
-cut into T blocks of about equal tokens; thread t samples (5) and, finite, (6) over its block
-against its own copies of n_vk, n_k and m_k; the copies' changes are summed into the global
-counts. Then words are cut into T ranges; thread t merges its words' n_vk and samples (7)
-over them against its own copy of V_k, summed back likewise. The nonparametric step (9)
-allocates topic slots and φ̄ columns every document shares, so it stays on one thread
-(between the two phases; a few ms). Thread t draws from rng row t; T = 1 runs the serial
-kernels unchanged.
+Threads (--threads T > 1; docs/models/lida.md, "Threads"). (5) runs on the vocabulary-
+partitioned schedule of lda-gibbs (Yan, Xu & Qi 2009): documents cut into T blocks and words
+into T runs of about N/T tokens; a sweep is T rounds, and in round r thread t samples the
+tokens of its documents whose words are in run (t + r) mod T. No two threads touch the same
+document's z or n_dk, or the same word's n_vk, so those are exact: only the topic totals n_k
+are shared, each thread sampling against its own copy and the copies' changes summed after
+every round. The zero / non-zero state of n_dk and n_vk, which decides which activations (6)
+and (7) may switch off, is therefore exactly that of z. (6) runs on the document blocks
+against per-thread copies of m_k, (7) on T ranges of words against per-thread copies of V_k,
+both summed back after the phase; the nonparametric (9) hands out topic slots and φ̄ columns
+shared by every document and stays on one thread (a few ms). Thread t draws from rng row t;
+T = 1 runs the serial kernels, unchanged.
 """
 
 import numpy as np
@@ -154,26 +157,23 @@ class LidaGibbs(Model):
         self.n_k = np.zeros(self.K, dtype=np.int32)
         T = self.threads
         if T > 1:
-            # thread t: documents block_ptr[t]..block_ptr[t+1] (about N/T tokens), words
-            # word_ptr[t]..word_ptr[t+1] (each word costs about K in (7)), and its copies of the
-            # shared statistics (scratch: refilled from the global ones at every step)
+            # documents cut into T blocks and words into T runs, both of about N/T tokens (the
+            # cells of (5)); words also into T ranges of about W/T for (7), whose cost is K a word
+            if not kern.words_ascending(self.token_ptr, self.words):
+                raise RuntimeError("lida-gibbs threads: a document's tokens are not in word order")
             self.block_ptr = token_blocks(self.token_ptr, T)
-            self.word_ptr = np.asarray(split(self.W, T), dtype=np.int64)
-            self.loc_topic = np.zeros((T, len(self.tw_topic)), dtype=np.int32)
-            self.loc_count = np.zeros((T, len(self.tw_count)), dtype=np.int32)
-            self.loc_len = np.zeros((T, self.W), dtype=np.int32)
+            cum = np.concatenate([[0], np.cumsum(freq)])
+            targets = (np.arange(T + 1, dtype=np.int64) * int(cum[-1])) // T
+            self.cell_word_ptr = np.maximum.accumulate(np.searchsorted(cum, targets, side="left")).astype(np.int64)
+            self.cell_word_ptr[0], self.cell_word_ptr[-1] = 0, self.W
+            self.phi_word_ptr = np.asarray(split(self.W, T), dtype=np.int64)
+            # each thread's copies of the totals shared across its part (scratch, not state)
             self.loc_n_k = np.zeros((T, self.K), dtype=np.int32)
             self.loc_m_k = np.zeros((T, self.K), dtype=np.int64)
             self.loc_V_k = np.zeros((T, self.K), dtype=np.int64)
 
     def rng_streams(self):
         return self.threads  # row t: thread t's blocks (row 0 alone with one thread)
-
-    @classmethod
-    def memory_estimate(cls, D, W, N, options, threads=1):
-        """Model's bound, plus each thread's copy of the word lists (at most 8 bytes a token)."""
-        extra = threads * (8 * N + 4 * W) if threads > 1 else 0
-        return super().memory_estimate(D, W, N, options, threads) + extra
 
     def initialise(self):
         if self.nonparametric:
@@ -286,99 +286,77 @@ class LidaGibbs(Model):
         return metrics
 
     def _step_threads(self):
-        """One iteration on T threads, two phases (one barrier each):
-
-        1. documents: thread t samples (5) over its block of documents against its own copy
-           of the word lists n_vk and of n_k, then (finite θ̄) (6) over the same documents
-           against its own copy of m_k. Each document's z and θ̄ row belong to one thread,
-           and φ̄ and V_k are not written, so the masks the sweep obeys hold throughout.
-           n_k and m_k := global + Σ_t (copy_t − global) (exact integers, t in order).
-           Nonparametric: (9) then runs on one thread (it hands out topic slots and draws
-           φ̄ columns that every document shares).
-        2. words: thread t merges the n_vk of its range of words (the same sum, per word),
-           then samples (7) over those words against its own copy of V_k (each word's φ̄ row
-           and m_v are its thread's alone); V_k := V_k + Σ_t (copy_t − V_k).
-        """
+        """One iteration on T threads (module docstring, "Threads"): (5) in T rounds, round r
+        giving thread t the cell (document block t, word run (t + r) mod T), so no two threads
+        touch the same document or word; n_k := n_k + Σ_t (copy_t − n_k) after every round.
+        (6) rides on each thread's last round (its documents' z are then final), against its
+        own copy of m_k; (9) runs on one thread; (7) on T ranges of words against copies of V_k."""
         T = self.threads
-        bp, wp = self.block_ptr, self.word_ptr
+        bp, cw, pw = self.block_ptr, self.cell_word_ptr, self.phi_word_ptr
         finite_theta = self.sparse_theta and not self.nonparametric
         rejections = np.zeros(T, dtype=np.int64)
+        for r in range(T):
 
-        def documents(t):
-            d0, d1 = int(bp[t]), int(bp[t + 1])
-            rejections[t] = kern.sweep_block(
-                d0,
-                d1,
-                self.token_ptr,
-                self.token_ptr[d0 : d1 + 1],
-                self.words,
-                self.z,
-                self.theta_on,
-                self.theta_on[d0:d1],
-                self.phi_on,
-                self.tw_ptr,
-                self.tw_topic,
-                self.tw_count,
-                self.tw_len,
-                self.n_k,
-                self.V_k,
-                self.m_k,
-                self.loc_topic[t],
-                self.loc_count[t],
-                self.loc_len[t],
-                self.loc_n_k[t],
-                self.loc_m_k[t],
-                self.alpha,
-                self.beta,
-                self.a,
-                self.b,
-                finite_theta,
-                self.rng[t : t + 1],
-            )
+            def cell(t, r=r):
+                u = (t + r) % T
+                rejections[t] += kern.round_cell(
+                    int(bp[t]),
+                    int(bp[t + 1]),
+                    int(cw[u]),
+                    int(cw[u + 1]),
+                    self.token_ptr,
+                    self.words,
+                    self.z,
+                    self.theta_on,
+                    self.phi_on,
+                    self.tw_ptr,
+                    self.tw_topic,
+                    self.tw_count,
+                    self.tw_len,
+                    self.n_k,
+                    self.V_k,
+                    self.m_k,
+                    self.loc_n_k[t],
+                    self.loc_m_k[t],
+                    self.alpha,
+                    self.beta,
+                    self.a,
+                    self.b,
+                    finite_theta and r == T - 1,
+                    self.rng[t : t + 1],
+                )
 
-        self.workers.run(documents)
-        self.n_k += _summed_change(self.loc_n_k, self.n_k)
+            self.workers.run(cell)
+            self.n_k += _summed_change(self.loc_n_k, self.n_k)
         metrics = {}
         if finite_theta:
             self.m_k += _summed_change(self.loc_m_k, self.m_k)
         elif self.sparse_theta:
             metrics.update(self._theta_bar_ibp())
-        in_use = self._in_use()
-        n_topics = int(in_use.sum())
-        bad = np.zeros(T, dtype=np.int64)
-
-        def words(t):
-            v0, v1 = int(wp[t]), int(wp[t + 1])
-            bad[t] = kern.word_block(
-                v0,
-                v1,
-                self.tw_ptr,
-                self.tw_topic,
-                self.tw_count,
-                self.tw_len,
-                self.loc_topic,
-                self.loc_count,
-                self.loc_len,
-                self.sparse_phi,
-                self.tw_ptr[v0 : v1 + 1],
-                self.tw_len[v0:v1],
-                self.phi_on[v0:v1],
-                self.m_v[v0:v1],
-                self.V_k,
-                self.loc_V_k[t],
-                self.n_k,
-                in_use,
-                self.beta,
-                self.c,
-                self.e,
-                n_topics,
-                self.rng[t : t + 1],
-            )
-
-        self.workers.run(words)
-        if bad.any():  # the merged counts are those of z, or a thread wrote what was not its own
-            raise RuntimeError(f"lida-gibbs thread merge: {int(bad.sum())} words' merged counts are inconsistent")
         if self.sparse_phi:
+            in_use = self._in_use()
+            n_topics = int(in_use.sum())
+
+            def words(t):
+                v0, v1 = int(pw[t]), int(pw[t + 1])
+                kern.phi_bar_range(
+                    self.tw_ptr[v0 : v1 + 1],
+                    self.tw_topic,
+                    self.tw_len[v0:v1],
+                    self.phi_on[v0:v1],
+                    self.m_v[v0:v1],
+                    self.V_k,
+                    self.loc_V_k[t],
+                    self.n_k,
+                    in_use,
+                    self.beta,
+                    self.c,
+                    self.e,
+                    n_topics,
+                    self.rng[t : t + 1],
+                )
+
+            self.workers.run(words)
             self.V_k += _summed_change(self.loc_V_k, self.V_k)
         return self._finish(metrics, rejections.sum())
 
