@@ -35,8 +35,8 @@ import numpy as np
 from .. import store
 from .corpus import Corpus
 
-#: (word id, count) rows per chunk of pass 2 and of the writers: ~16 bytes a row of temporaries
-CHUNK_ROWS = 1 << 22
+#: (word id, count) rows per chunk of pass 2 and of the writers: ~60 bytes a row of temporaries at most
+CHUNK_ROWS = 1 << 20
 #: characters of text (or documents) per tokenising task
 BATCH_CHARS = 1 << 20
 BATCH_DOCS = 4096
@@ -71,8 +71,12 @@ _WORKER = None  # (tokenizer, stop words) of a worker process
 
 
 def _worker_init(pattern, stop):
+    import signal
+
     from .tokenizer import Tokenizer
 
+    # Ctrl-C reaches the whole process group: the main process stops the pool (no traceback per worker)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     global _WORKER
     _WORKER = (Tokenizer(pattern), stop)
 
