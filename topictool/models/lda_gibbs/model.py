@@ -35,8 +35,8 @@ samples its document block against its own copy of n_kw and n_k for a whole swee
 copies' changes are summed after it. It is what MPI ranks do among themselves (below), and
 what one process does to give exactly the model of P ranks.
 
-Memory per token: 4 bytes of word id + 2 of topic (4 when K >= 32768), plus at most one 4-byte
-word-topic slot per token (min(frequency, K) per word); the partition schedule adds its cache
+Memory per token: 2 bytes of word id (4 when W > 65536) + 2 of topic (4 when K >= 32768), plus
+at most one 4-byte word-topic slot per token (min(frequency, K) per word); the partition schedule adds its cache
 (at most about one byte per token), copy-merge a copy of the slots per thread.
 
 MPI ranks (``train --engine mpi``; distributed AD-LDA, Newman et al. 2009): each rank owns a
@@ -79,7 +79,7 @@ SCHEDULES = ("partition", "copy-merge")
 # The partition schedule's caches of n_dk hold at most about this many bytes per token
 # (and at least CACHE_FLOOR bytes in all), which sets the number of chunks.
 CACHE_BYTES_PER_TOKEN = 1.0
-CACHE_FLOOR = 4 << 20
+CACHE_FLOOR = 256 << 10
 
 
 def _parse_alpha_vector(text, K):
@@ -137,7 +137,10 @@ class LdaGibbs(Model):
         return self.threads  # one stream per thread's document block
 
     def allocate(self):
-        self.token_ptr, self.words = self.corpus.tokens()
+        self.token_ptr, words = self.corpus.tokens()
+        # word ids in 2 bytes when the vocabulary allows: a third of the per-token memory
+        self.words = words.astype(np.uint16) if self.W <= 1 << 16 else words
+        del words
         threads = self.threads
         self.engine = getattr(self.corpus, "engine", None)  # MPI ranks (module docstring)
         self.z = np.zeros(self.N, dtype=np.int16 if self.K < 32768 else np.int32)
