@@ -126,3 +126,38 @@ def test_cli_threads(tmp_path):
         assert r.exit_code == 0, r.stderr
     with np.load(tmp_path / "a" / "model.npz") as a, np.load(tmp_path / "b" / "model.npz") as b:
         assert np.array_equal(a["phi"], b["phi"])
+
+
+def test_moves_on_threads_match_one_thread(small_bars):
+    """The moves' per-topic caches (by topics and columns) and a split's restricted local step
+    (by documents) give the same bits on any number of threads: the same moves are accepted."""
+    import copy
+
+    from topictool.models.online_hdp import split_merge as sm
+    from topictool.threads import Workers
+
+    model = make("hdp-online-sm", small_bars[0], 1, minibatch=60)
+    captured = []
+    original = oh.run_moves
+    oh.run_moves = lambda state, *a, **kw: (captured.append(copy.deepcopy(state)), original(state, *a, **kw))[1]
+    try:
+        for _ in range(3):
+            model.step()
+    finally:
+        oh.run_moves = original
+    results = []
+    for T in (1, 2, 3):
+        state = copy.deepcopy(captured[-1])
+        state.workers = Workers(T)
+        state._refresh()
+        log = []
+        counts = sm.run_moves(state, iter(np.linspace(0.05, 0.95, 200)).__next__, 3, 6, 10, -1.0, 100, log=log)
+        results.append((state, counts, log))
+        state.workers.close()
+    (ref, counts, log) = results[0]
+    assert counts["splits_accepted"] + counts["merges_accepted"] >= 1
+    for state, c, lg in results[1:]:
+        assert c == counts and lg == log and state.K == ref.K
+        for name, x in ref.arrays().items():
+            assert np.array_equal(x, state.arrays()[name]), name
+        assert np.array_equal(ref.T, state.T) and np.array_equal(ref.col, state.col)

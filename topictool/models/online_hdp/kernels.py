@@ -50,9 +50,14 @@ from ...kernels.special import digamma
 @numba.njit(cache=True, nogil=True)
 def expected_log_topics(lam, words, elog_wk):
     """elog_wk[u, k] = E_q[log phi_{k, words[u]}] under q(phi_k) = Dir(lam[k])."""
-    K = lam.shape[0]
+    expected_log_topics_range(lam, words, elog_wk, 0, lam.shape[0])
+
+
+# expected_log_topics for topics k0..k1-1 (the moves' threads take ranges of topics: the same bits).
+@numba.njit(cache=True, nogil=True)
+def expected_log_topics_range(lam, words, elog_wk, k0, k1):
     U = words.shape[0]
-    for k in range(K):
+    for k in range(k0, k1):
         ps = digamma(_row_sum(lam, k))
         for u in range(U):
             elog_wk[u, k] = digamma(lam[k, words[u]]) - ps
@@ -344,12 +349,18 @@ def column_terms(ptr, wid, cnt, phi, theta, alpha_beta, elog_wk, psi_sum, out):
     psi_sum[j] = psi(sum_k theta_jk) over all K+1 columns of the full state.
     The bound of the minibatch is the sum of these over all topics plus, per document,
     lgamma(alpha) - lgamma(sum_k theta_jk) and the remainder column."""
+    column_terms_range(ptr, wid, cnt, phi, theta, alpha_beta, elog_wk, psi_sum, out, 0, alpha_beta.shape[0])
+
+
+# column_terms for columns c0..c1-1: each column sums over the documents in their order, so
+# threads taking ranges of columns give the same bits as one thread.
+@numba.njit(cache=True, nogil=True)
+def column_terms_range(ptr, wid, cnt, phi, theta, alpha_beta, elog_wk, psi_sum, out, c0, c1):
     S = ptr.shape[0] - 1
-    C = alpha_beta.shape[0]
-    for c in range(C):
+    for c in range(c0, c1):
         out[c] = 0.0
     for j in range(S):
-        for c in range(C):
+        for c in range(c0, c1):
             nc = 0.0
             wsum = 0.0
             for t in range(ptr[j], ptr[j + 1]):
@@ -375,8 +386,16 @@ def split_local(ptr, wid, cnt, mass, elog_a, elog_b, ab_a, ab_b, theta_a, theta_
     varphi_a = mass q, varphi_b = mass (1 - q), theta_a = ab_a + sum n varphi_a (likewise b),
     iterated until the mean change of (theta_a, theta_b) is below tol or for max_iter sweeps;
     a last sweep writes phi_a from the final theta, and theta is then made consistent with it."""
-    S = ptr.shape[0] - 1
-    for j in range(S):
+    split_local_docs(
+        ptr, wid, cnt, mass, elog_a, elog_b, ab_a, ab_b, theta_a, theta_b, phi_a, max_iter, tol, 0, ptr.shape[0] - 1
+    )
+
+
+# split_local for documents j0..j1-1 (each document's theta and varphi are its own: threads
+# taking blocks of documents give the same bits as one thread).
+@numba.njit(cache=True, nogil=True)
+def split_local_docs(ptr, wid, cnt, mass, elog_a, elog_b, ab_a, ab_b, theta_a, theta_b, phi_a, max_iter, tol, j0, j1):
+    for j in range(j0, j1):
         lo = ptr[j]
         hi = ptr[j + 1]
         for _it in range(max_iter):

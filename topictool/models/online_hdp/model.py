@@ -77,7 +77,7 @@ from ...threads import split
 from ..base import KAPPA, NONNEGATIVE, POSITIVE, POSITIVE_INT, PRIOR, Model, Range
 from . import kernels as kern
 from .quasi_newton import maximize_box
-from .split_merge import Minibatch, MoveState, combine, run_moves
+from .split_merge import Minibatch, MoveState, combine_on, doc_blocks, run_moves
 
 # Shape of the Gamma(shape, 1/shape) noise of the initial lambda (Hoffman et al. 2010 use 100).
 INIT_SHAPE = 100.0
@@ -466,8 +466,7 @@ class _VariationalHdp(Model):
         sums over documents in sstats depends on T."""
         T, (U, K) = self.threads, elog.shape
         topics, words = split(K, T), split(U, T)
-        docs = np.searchsorted(mb.ptr, int(mb.ptr[0]) + np.array(split(int(mb.ptr[-1] - mb.ptr[0]), T)), side="left")
-        docs[-1] = mb.S
+        docs = doc_blocks(mb.ptr, T)
         ps, shift, x = np.empty(K), np.empty(U), np.empty((U, K))
         parts = np.zeros((T - 1, U, K))
 
@@ -488,14 +487,8 @@ class _VariationalHdp(Model):
         self.workers.run(lambda t: kern.add_parts(sstats, parts, words[t], words[t + 1]))
 
     def _combine(self, prior, hist, words, mbstats):
-        """split_merge.combine (lambda = prior + hist, + mbstats on the minibatch's words), on
-        the model's threads by ranges of topics (the same bits)."""
-        if self.threads == 1:
-            return combine(prior, hist, words, mbstats)
-        out = np.empty_like(hist)
-        cut = split(hist.shape[0], self.threads)
-        self.workers.run(lambda t: kern.combine_rows(prior, hist, words, mbstats, out, cut[t], cut[t + 1]))
-        return out
+        """split_merge.combine, on the model's threads by ranges of topics (the same bits)."""
+        return combine_on(self.workers if self.threads > 1 else None, prior, hist, words, mbstats)
 
     def _online_lambda(self, eta, keep, prior, words, coef, sstats):
         """(G2): prior + keep (lambda - eta), + coef sstats on the minibatch's words, by ranges
@@ -818,6 +811,7 @@ class OnlineHdp(_VariationalHdp):
             phi=phi,
             theta=theta,
             iterations=(o["split_iterations"], o["split_local_iterations"], o["local_tol"]),
+            workers=self.workers if self.threads > 1 else None,
         )
         counts = run_moves(
             state,

@@ -55,7 +55,36 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...threads import split
 from . import kernels as kern
+
+
+def by_ranges(workers, n, fn):
+    """fn(lo, hi) over n items: at once without workers (or with one thread), else on the
+    workers' threads, part t the t-th of nearly equal ranges (topics, columns, words)."""
+    if workers is None or workers.threads == 1:
+        fn(0, n)
+        return
+    cut = split(n, workers.threads)
+    workers.run(lambda t: fn(cut[t], cut[t + 1]))
+
+
+def doc_blocks(ptr, parts):
+    """Boundaries (parts + 1) cutting the documents of CSR ``ptr`` into blocks of about equal
+    entries (the work of a local step is about proportional to them)."""
+    first, nnz = int(ptr[0]), int(ptr[-1] - ptr[0])
+    cut = np.searchsorted(ptr, first + np.array(split(nnz, parts)), side="left")
+    cut[-1] = len(ptr) - 1
+    return cut
+
+
+def combine_on(workers, eta, hist, words, mbstats):
+    """``combine`` on the workers' threads by ranges of topics (the same bits)."""
+    if workers is None or workers.threads == 1:
+        return combine(eta, hist, words, mbstats)
+    out = np.empty_like(hist)
+    by_ranges(workers, hist.shape[0], lambda lo, hi: kern.combine_rows(eta, hist, words, mbstats, out, lo, hi))
+    return out
 
 
 def combine(eta, hist, words, mbstats):
@@ -133,9 +162,12 @@ class MoveState:
     alpha, eta, gamma: hyperparameters; scale = D/|S|; rho = rho_t.
     """
 
-    def __init__(self, mb, W, scale, rho, hyper, parts, phi, theta, iterations=(5, 20, 1e-3)):
+    def __init__(self, mb, W, scale, rho, hyper, parts, phi, theta, iterations=(5, 20, 1e-3), workers=None):
         """hyper: {alpha, eta, gamma}; parts: {hist, mbstats, bhist, bmb}; iterations:
-        (split_iterations, split_local_iterations, local_tol)."""
+        (split_iterations, split_local_iterations, local_tol); workers: the model's threads
+        (topictool.threads.Workers) for the per-topic caches and a split's restricted local
+        step, which are computed by topics or by documents (the same bits for any count)."""
+        self.workers = workers
         self.mb, self.W, self.scale, self.rho = mb, int(W), float(scale), float(rho)
         self.alpha, self.eta, self.gamma = (float(hyper[k]) for k in ("alpha", "eta", "gamma"))
         self.hist, self.mbstats, self.bhist, self.bmb = (parts[k] for k in ("hist", "mbstats", "bhist", "bmb"))
@@ -161,7 +193,7 @@ class MoveState:
 
     def lam(self):
         """lambda (K, W), computed as the online update does: eta + hist, then + mb on U."""
-        return combine(self.eta, self.hist, self.mb.words, self.mbstats)
+        return combine_on(self.workers, self.eta, self.hist, self.mb.words, self.mbstats)
 
     def _lam_row(self, hist_row, mb_col):
         row = self.eta + hist_row
@@ -170,30 +202,23 @@ class MoveState:
 
     def _refresh(self):
         """Per-topic caches of the current state: E[log phi] on U, column terms, T_k."""
-        lam = self.lam()
-        self.elog = np.empty((self.mb.U, self.K))
-        kern.expected_log_topics(lam, self.mb.words, self.elog)
+        lam, words, K = self.lam(), self.mb.words, self.K
+        self.elog = np.empty((self.mb.U, K))
+        by_ranges(self.workers, K, lambda lo, hi: kern.expected_log_topics_range(lam, words, self.elog, lo, hi))
         tsum = self.theta.sum(axis=1)
         from scipy.special import digamma
 
         self.psi_sum = digamma(tsum)
-        self.col = self._columns(self.phi, self.theta[:, : self.K], self.alpha * self.beta[: self.K], self.elog)
-        self.T = np.empty(self.K)
-        kern.topic_terms(lam, self.eta, self.T, np.empty(self.K))
+        self.col = self._columns(self.phi, self.theta[:, :K], self.alpha * self.beta[:K], self.elog)
+        self.T, elog_sum = np.empty(K), np.empty(K)
+        by_ranges(self.workers, K, lambda lo, hi: kern.topic_terms_range(lam, self.eta, self.T, elog_sum, lo, hi))
 
     def _columns(self, phi, theta, ab, elog):
         out = np.empty(phi.shape[1])
-        kern.column_terms(
-            self.mb.ptr,
-            self.mb.wid,
-            self.mb.cnt,
-            np.ascontiguousarray(phi),
-            np.ascontiguousarray(theta),
-            np.ascontiguousarray(ab),
-            np.ascontiguousarray(elog),
-            self.psi_sum,
-            out,
-        )
+        mb = self.mb
+        args = (mb.ptr, mb.wid, mb.cnt, *(np.ascontiguousarray(a) for a in (phi, theta, ab, elog)), self.psi_sum, out)
+        workers = self.workers if phi.shape[1] > 2 else None  # a move's one or two columns: inline
+        by_ranges(workers, phi.shape[1], lambda lo, hi: kern.column_terms_range(*args, lo, hi))
         return out
 
     def _topic_terms(self, rows):
@@ -288,21 +313,8 @@ class MoveState:
         for _ in range(self.split_iterations):
             elog_a = self._elog_from_parts(hist_a, mb_a, sum_hist_a)
             elog_b = self._elog_from_parts(hist_b, mb_b, 0.0)
-            kern.split_local(
-                mb.ptr,
-                mb.wid,
-                mb.cnt,
-                mass,
-                elog_a,
-                elog_b,
-                alpha * beta_a,
-                alpha * beta_b,
-                theta_a,
-                theta_b,
-                phi_a,
-                self.split_local_iterations,
-                self.local_tol,
-            )
+            args = (mb.ptr, mb.wid, mb.cnt, mass, elog_a, elog_b, alpha * beta_a, alpha * beta_b)
+            self._split_local(*args, theta_a, theta_b, phi_a, self.split_local_iterations, self.local_tol)
             stats_a = mb.word_sums(phi_a)
             stats_b = np.maximum(stats_k - stats_a, 0.0)
             n_a, n_b = stats_a.sum(), stats_b.sum()
@@ -348,6 +360,15 @@ class MoveState:
             T=tuple(T),
         )
         return Proposal("split", (k,), float(delta), arrays)
+
+    def _split_local(self, *args):
+        """kernels.split_local; on the workers' threads by blocks of documents (each document's
+        restricted step is its own: the same bits)."""
+        if self.workers is None or self.workers.threads == 1:
+            kern.split_local(*args)
+            return
+        cut = doc_blocks(self.mb.ptr, self.workers.threads)
+        self.workers.run(lambda t: kern.split_local_docs(*args, cut[t], cut[t + 1]))
 
     def _elog_from_parts(self, hist_row, mb_col, sum_hist):
         """E[log phi_w] on the minibatch words of the topic lambda = eta + hist + mb."""
@@ -490,29 +511,33 @@ class MoveState:
         ("T", 0),
     )
 
-    def _rewrite(self, new, at, pick, reshape):
-        """For every array with a topic axis: a copy with topic ``at`` set to pick(new[name]),
-        then reshape(copy, new[name], axis) (the topic appended by a split, removed by a merge)."""
-        for name, axis in self._TOPIC_AXES:
-            arr = np.array(getattr(self, name), copy=True)
-            idx = [slice(None)] * arr.ndim
-            idx[axis] = at
-            arr[tuple(idx)] = pick(new[name])
-            setattr(self, name, reshape(arr, new[name], axis))
-
     def _apply_split(self, p):
-        """k' replaces topic k, k'' is appended after the K topics."""
+        """k' replaces topic k, k'' is inserted at index K (after the K topics, before a
+        remainder entry). One new array each, written once (it is the largest part of a move)."""
         (k,) = p.topics
         K = self.K
-        self._rewrite(p.arrays, k, lambda v: v[0], lambda arr, v, axis: np.insert(arr, K, v[1], axis=axis))
+        for name, axis in self._TOPIC_AXES:
+            old = np.asarray(getattr(self, name))
+            shape = list(old.shape)
+            shape[axis] += 1
+            arr = np.empty(shape, dtype=old.dtype)
+            src, dst = np.moveaxis(old, axis, 0), np.moveaxis(arr, axis, 0)
+            dst[:K] = src[:K]
+            dst[K + 1 :] = src[K:]
+            dst[k] = p.arrays[name][0]
+            dst[K] = p.arrays[name][1]
+            setattr(self, name, arr)
         self.ids = self.ids + [max(self.ids) + 1]
         self.origin = self.origin + [None]
         return (self.ids[k], self.ids[K])
 
     def _apply_merge(self, p):
-        """The merged topic replaces a, b is removed."""
+        """The merged topic replaces a, b (> a) is removed."""
         a, b = p.topics
-        self._rewrite(p.arrays, a, lambda v: v, lambda arr, v, axis: np.delete(arr, b, axis=axis))
+        for name, axis in self._TOPIC_AXES:
+            arr = np.delete(np.asarray(getattr(self, name)), b, axis=axis)  # a new array
+            np.moveaxis(arr, axis, 0)[a] = p.arrays[name]
+            setattr(self, name, arr)
         keep = self.ids[a]
         self.ids = self.ids[:b] + self.ids[b + 1 :]
         self.origin[a] = ("+", self.origin[a], self.origin[b])
