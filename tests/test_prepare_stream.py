@@ -176,3 +176,13 @@ def test_output_inside_the_source_directory_is_not_read(tmp_path):
     m = json.loads(r.stdout)
     assert m["skipped_files"] == {"count": 0, "names": []}
     assert m["D"] + m["empty_documents_dropped"] == 100
+
+
+def test_threads_refused_for_bag_sources(tmp_path):
+    (tmp_path / "x.ldac").write_text("2 0:1 1:2\n1 2:1\n")
+    (tmp_path / "x.vocab").write_text("a\nb\nc\n")
+    r = run("prepare", tmp_path / "x.ldac", "-o", tmp_path / "o", "--threads", "2")
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and "--threads 2" in r.stderr
+    assert not (tmp_path / "o").exists()
+    r = run("prepare", tmp_path / "x.ldac", "-o", tmp_path / "o", "--min-count", "1", "--test-fraction", "0")
+    assert r.exit_code == 0, r.stderr

@@ -67,7 +67,7 @@ from .common import (
     default=1,
     show_default=True,
     type=THREADS,
-    help="Worker processes tokenising text (the output does not depend on it).",
+    help="Worker processes tokenising text sources (the output does not depend on it; LdaC/UCI sources take 1).",
 )
 @force_option
 @json_option

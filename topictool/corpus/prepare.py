@@ -149,6 +149,9 @@ def prepare(sources, out, opts, force=False, shards=1, threads=1):
     bags = [k in ("ldac", "uci") for k in kinds]
     if any(bags) and not all(bags):
         raise InputError("cannot mix text sources with LdaC/UCI sources in one prepare")
+    if all(bags) and int(threads) > 1:
+        # (refused, not ignored: LdaC/UCI files are parsed by one process)
+        raise InputError(f"--threads {threads}: only text sources are tokenised in parallel; use 1 for LdaC/UCI")
     if all(bags):
         manifest = _prepare_bags(sources, out, opts, force, int(shards), inputs)
     else:
