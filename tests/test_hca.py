@@ -392,7 +392,7 @@ def test_exact_resume(small, cls, opts):
 
 
 def test_state_keys_doc_topics_and_threads(small):
-    """Checkpoint keys as before the base protocol; doc_topics is n_dk; one thread only."""
+    """Checkpoint keys as before the base protocol; doc_topics is n_dk; a stream per thread."""
     train, _ = small
     m = NpldaGibbs(train, {"K": 6, "burst": True}, 2)
     m.step()
@@ -406,8 +406,8 @@ def test_state_keys_doc_topics_and_threads(small):
     arrays["t_dk"][np.unravel_index(np.argmax(n_dk), n_dk.shape)] = n_dk.max() + 1
     with pytest.raises(InputError, match="t_dk"):
         NpldaGibbs.from_state(train, {"K": 6, "burst": True}, arrays)
-    with pytest.raises(InputError, match="--threads 2"):
-        HdpGibbs(train, {"K": 6}, 1, threads=2)
+    # threads: one random stream per thread (tests/test_hca_threads.py tests the threaded sweep)
+    assert HdpGibbs(train, {"K": 6}, 1, threads=2).state()["rng"].shape == (2, 4)
 
 
 def test_hyperparameters_are_sampled_and_discounts_stay_in_range(small):

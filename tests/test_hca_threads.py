@@ -67,10 +67,34 @@ def test_invariants_hold_after_every_threaded_sweep(corpora, cls, burst):
         metrics = m.step()
         m.check_invariants()
         repairs += metrics["merge_repairs"]
+        if m._copies_fresh:  # the merge left every thread's copy equal to the shared counts
+            c = m._copies
+            for name in ("n_kw", "t_kw", "Aw", "Bw"):
+                assert all(np.array_equal(x, getattr(m, name)) for x in getattr(c, name)), name
     if cls.pyp_words:
         assert repairs > 0
     else:
         assert repairs == 0  # the Dirichlet word side has no table counts to break
+
+
+@pytest.mark.parametrize("cls,burst", [(HdpGibbs, True), (NpldaGibbs, True)], ids=["hdp+burst", "nplda+burst"])
+def test_threaded_path_with_one_busy_thread_is_the_serial_chain(corpora, cls, burst):
+    """Blocks that give every document to thread 0 (thread 1 idle): the copies, the merge, the
+    write-back into the copies and their refresh after a new a_phi must reproduce the
+    one-thread chain exactly (thread 0 draws from stream 0, as one thread does)."""
+    train, _ = corpora
+    opts = {"K": 15, "burst": burst, "sample_hyper_every": 2, "sample_discount_every": 3}
+    one = cls(train, opts, 4)
+    two = cls(train, opts, 4, threads=2)
+    two._copies = par.Copies(2, two)
+    two._blocks = [0, two.D, two.D]
+    two._copies_fresh = False
+    for _ in range(8):
+        one.step()
+        two.step()
+    a, b = state_of(one), state_of(two)
+    assert np.array_equal(a.pop("rng")[0], b.pop("rng")[0])
+    assert_same_state(a, b)
 
 
 @pytest.mark.parametrize("cls,burst", [(HdpGibbs, True), (NpldaGibbs, False)], ids=["hdp+burst", "nplda"])
@@ -107,7 +131,11 @@ def test_merge_repairs_table_counts_and_refreshes_the_factors():
     n_kw, t_kw = n0.copy(), t0.copy()
     TwT = np.zeros(1, dtype=np.int64)
     TW = np.zeros(4, dtype=np.int64)
-    repairs, missed, max_n, max_t = par.merge(0, 1, True, n_kw, t_kw, Aw, Bw, cn, ct, R, 0.5, TwT, TW)
+    cA = np.zeros((2, 1, 4), dtype=np.float32)
+    cB = cA.copy()
+    for th in range(2):  # each copy's factors agree with its own counts, as after a sweep
+        smp.fill_word_caches(cn[th], ct[th], R, 0.5, cA[th], cB[th])
+    repairs, missed, max_n, max_t = par.merge(0, 1, True, n_kw, t_kw, Aw, Bw, cn, ct, cA, cB, R, 0.5, TwT, TW)
     assert n_kw.tolist() == [[0, 1, 0, 4]]
     assert t_kw.tolist() == [[0, 1, 0, 2]]
     assert (repairs, missed, max_n, max_t) == (3, 0, 4, 2)
@@ -116,11 +144,17 @@ def test_merge_repairs_table_counts_and_refreshes_the_factors():
     B = np.zeros((1, 4), dtype=np.float32)
     smp.fill_word_caches(n_kw, t_kw, R, 0.5, A, B)
     assert np.array_equal(A, Aw) and np.array_equal(B, Bw)
+    # every copy now holds the merged cells
+    for th in range(2):
+        assert np.array_equal(cn[th], n_kw) and np.array_equal(ct[th], t_kw)
+        assert np.array_equal(cA[th], Aw) and np.array_equal(cB[th], Bw)
     # a table too small for a merged cell marks it; fill_marked completes it once grown
     n_kw, t_kw = n0.copy(), t0.copy()
+    cn = np.array([[[1, 1, 2, 3]], [[1, 2, 3, 4]]], dtype=np.int32)
+    ct = np.array([[[1, 1, 1, 1]], [[1, 1, 1, 2]]], dtype=np.int32)
     Aw[:] = 7.0
     small = StirlingTable(0.5, 3, t_cap=2).R
-    _, missed, _, _ = par.merge(0, 1, True, n_kw, t_kw, Aw, Bw, cn, ct, small, 0.5, TwT, TW)
+    _, missed, _, _ = par.merge(0, 1, True, n_kw, t_kw, Aw, Bw, cn, ct, cA, cB, small, 0.5, TwT, TW)
     assert missed == 1 and Aw[0, 3] == -1.0
     par.fill_marked(n_kw, t_kw, R, 0.5, Aw, Bw)
     assert np.array_equal(A, Aw) and np.array_equal(B, Bw)

@@ -352,13 +352,19 @@ class HcaGibbs(Model):
         if getattr(self, "_copies", None) is None:
             self._copies = par.Copies(T, self)
             self._blocks = par.document_blocks(self.token_ptr, T)
+            self._copies_fresh = False
         c, blocks = self._copies, self._blocks
         self._grow_tables()
         c.extent[:] = self.extent
         c.stats[:] = 0
+        # the small shared arrays are copied every sweep, the W x K ones only when stale
+        c.n_k[:] = self.n_k
+        c.T_k[:] = self.T_k
+        c.TW_k[:] = self.TW_k
+        c.TwT[:] = self.TwT
         pos = [(blocks[t], int(self.token_ptr[blocks[t]])) for t in range(T)]
         done = [blocks[t] == blocks[t + 1] for t in range(T)]
-        fresh = [False] * T
+        fresh = [self._copies_fresh] * T
 
         def sweep_part(t):
             if not fresh[t]:
@@ -393,11 +399,12 @@ class HcaGibbs(Model):
         def merge_part(t):
             out = par.merge(
                 cuts[t], cuts[t + 1], self.pyp_words, self.n_kw, self.t_kw, self.Aw, self.Bw,
-                c.n_kw, c.t_kw, R_phi, a_phi, self.TwT, c.TW_part[t],
+                c.n_kw, c.t_kw, c.Aw, c.Bw, R_phi, a_phi, self.TwT, c.TW_part[t],
             )  # fmt: skip
             c.repairs[t], c.missed[t], c.max_n[t], c.max_t[t] = out
 
         self.workers.run(merge_part)
+        self._copies_fresh = True  # merge wrote the merged cells into every copy
         for t in range(T):  # fixed order (integers: exact in any order anyway)
             self.n_k += c.n_k[t] - n_k0
             self.T_k += c.T_k[t] - T_k0
@@ -407,9 +414,10 @@ class HcaGibbs(Model):
             self.TW_k[:] = c.TW_part.sum(axis=0)
             self.extent[smp.X_N_PHI] = max(int(self.extent[smp.X_N_PHI]), int(c.max_n.max()))
             self.extent[smp.X_T_PHI] = max(int(self.extent[smp.X_T_PHI]), int(c.max_t.max()))
-            if c.missed.any():
+            if c.missed.any():  # rare (counts beyond the table): the copies are refreshed whole
                 self._grow_tables()
                 par.fill_marked(self.n_kw, self.t_kw, self.tables["phi"].R, a_phi, self.Aw, self.Bw)
+                self._copies_fresh = False
         return int(c.repairs.sum())
 
     def step(self):
@@ -425,6 +433,8 @@ class HcaGibbs(Model):
         self.iteration += 1
         t0 = time.perf_counter()
         sampled = self._sample_hyperparameters()
+        if "a_phi" in sampled:
+            self._copies_fresh = False  # new cached factors Aw, Bw: the threads' copies are stale
         metrics = {
             "effective_topics": self.effective_topics(),
             "active_topics": int(np.count_nonzero(self.T_k)),

@@ -6,11 +6,13 @@ The sweep with T threads (model.py, ``HcaGibbs._run_sweep_threaded``):
 1. Documents are cut into T contiguous blocks of nearly equal token counts. Everything of a
    document -- its tokens' z and r, its row of t_dk, its burst caches -- is touched by the one
    thread that owns its block.
-2. Each thread copies the shared statistics into its own ``Copies`` slot (``refresh``): the
-   word side n_kw, n_k (and, NP-LDA, t_kw, the cached factors Aw, Bw, the word root's
-   TW_k, TwT) and the topic root's T_k, then runs the ordinary sweep kernel on its block
-   against that copy with its own random stream. Other threads' changes are invisible to it
-   until the sweep ends (one sweep of staleness, as in AD-LDA).
+2. Each thread sweeps its block with the ordinary sweep kernel and its own random stream
+   against its own ``Copies`` slot of the shared statistics: the word side n_kw, n_k (and,
+   NP-LDA, t_kw, the cached factors Aw, Bw, the word root's TW_k, TwT) and the topic root's
+   T_k. Other threads' changes are invisible to it until the sweep ends (one sweep of
+   staleness, as in AD-LDA). The W x K copies are kept equal to the shared arrays by the
+   merge (below) and copied whole (``refresh``) only when something else changed the shared
+   ones: the first sweep, a resume, a new discount a_phi (new cached factors).
 3. ``merge`` (words cut into T ranges, one per thread) adds every copy's change to the
    shared counts: x = x0 + sum_t (x_t - x0), in t = 0..T-1 order (integers, so exact).
    Customer counts n_kw can only come out right (each token is in one block). Table counts
@@ -24,7 +26,8 @@ The sweep with T threads (model.py, ``HcaGibbs._run_sweep_threaded``):
    resamples the cell's indicators from their exact conditional. Repairs are counted
    (``merge_repairs`` in the step's metrics); they are rare (a few per million tokens).
    The cached factors Aw, Bw are recomputed for every cell whose (n, t) changed, the word
-   root's TwT (per word) and TW_k (per range, summed after) from the merged t_kw.
+   root's TwT (per word) and TW_k (per range, summed after) from the merged t_kw, and each
+   copy's cell that differs from the merged one is overwritten with it.
 
 Every part reads shared data no part writes during the call and writes only its own, so
 the result depends on T but not on how the operating system schedules the threads.
@@ -69,10 +72,12 @@ def refresh(n_kw, n_k, t_kw, Aw, Bw, TW_k, TwT, T_k, c_n_kw, c_n_k, c_t_kw, c_Aw
 
 
 # Words lo..hi-1 of the shared word side get every copy's change (step 3 of the module
-# docstring). Returns (repaired cells, cells whose factors the Stirling table cannot cover
-# yet -- marked Aw = -1 for ``fill_marked`` --, largest merged n, largest merged t).
+# docstring), and every copy whose cell differs from the result gets the result too (so the
+# copies start the next sweep fresh without a full copy). Returns (repaired cells, cells whose
+# factors the Stirling table cannot cover yet -- marked Aw = -1 for ``fill_marked`` --,
+# largest merged n, largest merged t).
 @numba.njit(cache=True, nogil=True)
-def merge(lo, hi, pyp_words, n_kw, t_kw, Aw, Bw, c_n_kw, c_t_kw, R_phi, a_phi, TwT, TW_part):
+def merge(lo, hi, pyp_words, n_kw, t_kw, Aw, Bw, c_n_kw, c_t_kw, c_Aw, c_Bw, R_phi, a_phi, TwT, TW_part):
     T = c_n_kw.shape[0]
     K = n_kw.shape[1]
     rows = R_phi.shape[0]
@@ -90,10 +95,14 @@ def merge(lo, hi, pyp_words, n_kw, t_kw, Aw, Bw, c_n_kw, c_t_kw, R_phi, a_phi, T
             n = n0
             for th in range(T):
                 n += c_n_kw[th, w, k] - n0
-            n_kw[w, k] = n
             if n > max_n:
                 max_n = n
             if not pyp_words:
+                if n != n0:
+                    n_kw[w, k] = n
+                for th in range(T):
+                    if c_n_kw[th, w, k] != n:
+                        c_n_kw[th, w, k] = n
                 continue
             t0 = t_kw[w, k]
             t = t0
@@ -110,12 +119,13 @@ def merge(lo, hi, pyp_words, n_kw, t_kw, Aw, Bw, c_n_kw, c_t_kw, R_phi, a_phi, T
             elif t < 1:
                 t = 1
                 repairs += 1
-            t_kw[w, k] = t
             if t > max_t:
                 max_t = t
             tw += t
             TW_part[k] += t
             if n != n0 or t != t0:
+                n_kw[w, k] = n
+                t_kw[w, k] = t
                 if n < rows and t + 1 < cols:
                     A, B = indicator_weights(R_phi, a_phi, n, t)
                     Aw[w, k] = A
@@ -123,6 +133,12 @@ def merge(lo, hi, pyp_words, n_kw, t_kw, Aw, Bw, c_n_kw, c_t_kw, R_phi, a_phi, T
                 else:
                     Aw[w, k] = -1.0
                     missed += 1
+            for th in range(T):
+                if c_n_kw[th, w, k] != n or c_t_kw[th, w, k] != t:
+                    c_n_kw[th, w, k] = n
+                    c_t_kw[th, w, k] = t
+                    c_Aw[th, w, k] = Aw[w, k]
+                    c_Bw[th, w, k] = Bw[w, k]
         if pyp_words:
             TwT[w] = tw
     return repairs, missed, max_n, max_t
