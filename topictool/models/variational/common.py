@@ -10,6 +10,7 @@ from ...corpus.corpus import token_blocks
 from ...errors import InputError
 from ...kernels.rng import shuffle
 from ...snapshot import Snapshot
+from ...threads import split
 from ..base import KAPPA, NONNEGATIVE, POSITIVE, POSITIVE_INT, PRIOR, Model, Range, effective_topics
 from . import kernels as kern
 from . import sticks
@@ -111,6 +112,16 @@ class VariationalModel(Model):
             np.zeros((T, rows), dtype=np.int64),
             np.zeros(T, dtype=np.int64),
         )
+
+    def _merge(self, table, totals, tables, f):
+        """The threads' statistics (``tables``, as from _thread_tables) into ``table`` and ``totals``,
+        weighted by f (T): thread t merges its range of words (kernels.merge_rows)."""
+        acc, acc_k, mark, _, n_touched = tables
+        ranges = split(table.shape[0], self.threads)
+        f = np.ascontiguousarray(f, dtype=np.float64)
+        self.workers.run(lambda t: kern.merge_rows(table, acc, f, mark, ranges[t], ranges[t + 1]))
+        kern.merge_totals(totals, acc_k, f)
+        n_touched[:] = 0
 
     def _cuts(self, docs):
         """Positions (T + 1) cutting the document list ``docs`` into one run per thread, of

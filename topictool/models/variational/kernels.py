@@ -265,41 +265,40 @@ def absent(prod, q, m):
 # thread finished first.
 
 
-# Threads 1..T-1's statistics added into thread 0's (whose touched list grows), theirs cleared.
-# Returns thread 0's number of touched words.
+# Rows [w0, w1) of the threads' statistics into a table: table[w] += sum_t f[t] acc[t, w] (t = 0..T-1
+# in order) for every row some thread touched (mark[t, w] >= 0); those rows of acc are cleared and
+# their marks reset (the callers reset the touched counts). Each thread merges its own range of words,
+# so the threads write disjoint rows.
 @numba.njit(cache=True, nogil=True)
-def merge_into_first(acc, acc_k, mark, touched, n_touched):
-    K = acc.shape[2]
-    n0 = n_touched[0]
-    for t in range(1, acc.shape[0]):
-        for j in range(n_touched[t]):
-            w = touched[t, j]
-            n0 = touch(mark[0], touched[0], n0, w)
-            for k in range(K):
-                acc[0, w, k] += acc[t, w, k]
-                acc[t, w, k] = 0.0
-            mark[t, w] = -1
+def merge_rows(table, acc, f, mark, w0, w1):
+    T, _, K = acc.shape
+    row = np.empty(K, dtype=np.float64)
+    for w in range(w0, w1):
+        hit = False
+        for t in range(T):
+            if mark[t, w] >= 0:
+                hit = True
+        if not hit:
+            continue
         for k in range(K):
-            acc_k[0, k] += acc_k[t, k]
+            row[k] = 0.0
+        for t in range(T):
+            if mark[t, w] >= 0:
+                ft = f[t]
+                for k in range(K):
+                    row[k] += ft * acc[t, w, k]
+                    acc[t, w, k] = 0.0
+                mark[t, w] = -1
+        for k in range(K):
+            table[w, k] += row[k]
+
+
+# totals += sum_t f[t] acc_k[t] (t in order); acc_k cleared.
+@numba.njit(cache=True, nogil=True)
+def merge_totals(totals, acc_k, f):
+    for k in range(totals.shape[0]):
+        x = 0.0
+        for t in range(acc_k.shape[0]):
+            x += f[t] * acc_k[t, k]
             acc_k[t, k] = 0.0
-        n_touched[t] = 0
-    n_touched[0] = n0
-    return n0
-
-
-# table += delta[t] and totals += delta_k[t] for t = 0..T-1 in order (the threads' private changes
-# to a shared count table); every delta is cleared.
-@numba.njit(cache=True, nogil=True)
-def add_deltas(table, totals, delta, delta_k, mark, touched, n_touched):
-    K = table.shape[1]
-    for t in range(delta.shape[0]):
-        for j in range(n_touched[t]):
-            w = touched[t, j]
-            for k in range(K):
-                table[w, k] += delta[t, w, k]
-                delta[t, w, k] = 0.0
-            mark[t, w] = -1
-        for k in range(K):
-            totals[k] += delta_k[t, k]
-            delta_k[t, k] = 0.0
-        n_touched[t] = 0
+        totals[k] += x

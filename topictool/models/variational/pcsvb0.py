@@ -307,7 +307,7 @@ def _non_empty(len_counts):
 # threads (module docstring, "Threads")
 
 # Word by word on T threads: documents per thread per round.
-ROUND_DOCS = 8
+ROUND_DOCS = 32
 
 
 # ``_document`` word by word on a thread's view of n_kw: the thread sees
@@ -400,39 +400,6 @@ def _view_run(
         for k in range(K):
             E_docs[b - first, k] = 1.0 - prod[k]
     return n_touched
-
-
-# The threads' views composed into the shared table in thread order (thread t's documents follow
-# thread t-1's): n <- cb_t n + cd_t dwk_t for t = 0..T-1; views reset to [1, 1], dwk, dk cleared.
-# Returns the new scale.
-@numba.njit(cache=True, nogil=True)
-def _merge_views(nkw, nk, scale, views, dwk, dk, mark, touched, n_touched):
-    K = nkw.shape[1]
-    for t in range(views.shape[0]):
-        s = scale * views[t, 0]
-        if s < kern.RESCALE_BELOW:  # fold the scale back (see decay_scaled)
-            s = max(s, 0.0)
-            for w in range(nkw.shape[0]):
-                for k in range(K):
-                    nkw[w, k] *= s
-            for k in range(K):
-                nk[k] *= s
-            s = 1.0
-        scale = s
-        f = views[t, 1] / scale
-        for j in range(n_touched[t]):
-            w = touched[t, j]
-            for k in range(K):
-                nkw[w, k] += f * dwk[t, w, k]
-                dwk[t, w, k] = 0.0
-            mark[t, w] = -1
-        for k in range(K):
-            nk[k] += f * dk[t, k]
-            dk[t, k] = 0.0
-        n_touched[t] = 0
-        views[t, 0] = 1.0
-        views[t, 1] = 1.0
-    return scale
 
 
 # After a word-by-word round: (B4)-(B6), (S1), (S3) for each of its non-empty documents order[lo:hi]
@@ -553,6 +520,27 @@ class HdpPcsvb0(CollapsedHdpModel):
             topics_per_document=self.E_bar,
         )
 
+    def _merge_views(self):
+        """The threads' views composed into n_kw in thread order (thread t's documents follow thread
+        t-1's): n <- cb_t n + cd_t dwk_t for t = 0..T-1, i.e. with S = scale prod_t cb_t,
+        nkw <- nkw + sum_t f_t dwk_t, f_t = cd_t prod_{s>t} cb_s / S (S folded into nkw first when it
+        falls below RESCALE_BELOW, as decay_scaled does); the views are reset."""
+        cb, cd = self._views[:, 0].tolist(), self._views[:, 1].tolist()
+        S = self.scale
+        for c in cb:
+            S *= c
+        if S < kern.RESCALE_BELOW:
+            self.nkw *= max(S, 0.0)
+            self.nk *= max(S, 0.0)
+            S = 1.0
+        f, later = np.empty(self.threads), 1.0
+        for t in reversed(range(self.threads)):
+            f[t] = cd[t] * later / S
+            later *= cb[t]
+        self.scale = S
+        self._merge(self.nkw, self.nk, self._tables, f)
+        self._views[:] = 1.0
+
     def _steps(self):
         """s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa."""
         return tuple(float(self.opts[k]) for k in ("s_c", "tau_c", "s_d", "tau_d", "s_h", "tau_h", "kappa"))
@@ -586,14 +574,18 @@ class HdpPcsvb0(CollapsedHdpModel):
             tokens, docs = int(out[:, 0].sum()), int(out[:, 1].sum())
             if docs == 0:
                 continue
-            n0 = kern.merge_into_first(acc, acc_k, mark, touched, n_touched)
+            # (B3) with the minibatch's statistics, summed in thread order
+            rho = kern.step_size(s_c, tau_c, kappa, self.t_c)
+            self.scale = kern.decay_scaled(self.nkw, self.nk, self.scale, rho)
+            self._merge(self.nkw, self.nk, self._tables, np.full(T, rho * N / tokens / self.scale))
+            self.t_c += 1
             E_mean, E_total, psi_total = E[0].copy(), float(out[0, 2]), float(out[0, 3])
             for t in range(1, T):  # thread order
                 E_mean += E[t]
                 E_total += float(out[t, 2])
                 psi_total += float(out[t, 3])
             self.scale, self.t_c, self.t_h = _minibatch_end(
-                self.nkw, self.nk, self.scale, acc[0], acc_k[0], mark[0], touched[0], n0, True, N, tokens, docs,
+                self.nkw, self.nk, self.scale, acc[0], acc_k[0], mark[0], touched[0], 0, False, N, tokens, docs,
                 E_mean, E_total, psi_total, s_c, tau_c, s_h, tau_h, kappa, self.t_c, self.t_h, self.order, self.u,
                 self.v, self.pi, hyper, float(self.D), o["optimize_alpha"], o["optimize_gamma"], o["reorder"],
                 alpha_corpus, *self._lengths, n_docs,
@@ -626,7 +618,7 @@ class HdpPcsvb0(CollapsedHdpModel):
                 )  # fmt: skip
 
             self.workers.run(part)
-            self.scale = _merge_views(self.nkw, self.nk, self.scale, self._views, dwk, dk, mark, touched, n_touched)
+            self._merge_views()
             self.t_c += int(ptr[-1])
             self.t_h = _round_sticks(
                 order, lo, hi, self.doc_len, E_docs, self.nk, self.order, self.u, self.v, self.pi, hyper,

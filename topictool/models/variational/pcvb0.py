@@ -235,7 +235,7 @@ class HdpPcvb0(CollapsedHdpModel):
                 )  # fmt: skip
 
             self.workers.run(part)
-            kern.add_deltas(self.n_wk, self.n_k, dwk, dk, mark, touched, n_touched)
+            self._merge(self.n_wk, self.n_k, self._delta, np.ones(T))
         for t in range(T):
             E_sum += E_t[t]
         return float(sum(E_total.T.ravel().tolist()))

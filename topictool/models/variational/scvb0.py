@@ -189,7 +189,7 @@ class LdaScvb0(VariationalModel):
             )  # fmt: skip
         else:  # module docstring, "Threads"
             inv_nz = np.empty(self.K)
-            acc = (self._acc, self._acc_z, self._mark, self._touched, self._n_touched)
+            tables = (self._acc, self._acc_z, self._mark, self._touched, self._n_touched)
             tokens = np.zeros(self.threads, dtype=np.int64)
             for lo in range(0, self.D, o["minibatch"]):
                 hi = min(lo + o["minibatch"], self.D)
@@ -204,13 +204,11 @@ class LdaScvb0(VariationalModel):
                     )  # fmt: skip
 
                 self.workers.run(part)
-                n0 = kern.merge_into_first(*acc)  # sums in thread order
-                # (F3)-(F4)
+                # (F3)-(F4), the threads' statistics summed in thread order
                 rho = kern.step_size(s_phi, tau_phi, kappa, self.t)
-                self.scale = kern.flush_minibatch(
-                    self.phi_wk, self.n_z, self.scale, rho, float(self.N), int(tokens.sum()), self._acc[0],
-                    self._acc_z[0], self._mark[0], self._touched[0], n0,
-                )  # fmt: skip
+                self.scale = kern.decay_scaled(self.phi_wk, self.n_z, self.scale, rho)
+                f = rho * float(self.N) / max(int(tokens.sum()), 1) / self.scale
+                self._merge(self.phi_wk, self.n_z, tables, np.full(self.threads, f))
                 self.t += 1
         self.iteration += 1
         rho_phi = kern.step_size(o["s_phi"], o["tau_phi"], o["kappa"], self.t - 1)
