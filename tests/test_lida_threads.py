@@ -11,6 +11,7 @@ two or three threads reach the fit of one thread (within 1% in perplexity).
 import numpy as np
 import pytest
 
+from topictool.errors import InputError
 from topictool.evaluate.completion import document_completion
 from topictool.models.lida import kernels as kern
 from topictool.models.lida.model import LidaGibbs
@@ -95,6 +96,12 @@ def test_resume_with_threads_is_exact(small_corpus, opts):
     for _ in range(7):
         resumed.step()
     assert same_state(straight, resumed)
+    with pytest.raises(InputError, match="rng has shape"):  # one random stream per thread
+        LidaGibbs.from_state(small_corpus, LidaGibbs.resolve_options(dict(K=8, **opts)), state, threads=3)
+    # the start is one thread's (drawn from stream 0)
+    assert np.array_equal(
+        model(small_corpus, seed=2, K=8, **opts).z, model(small_corpus, seed=2, threads=2, K=8, **opts).z
+    )
 
 
 def fit(train, test, threads, steps=150):
