@@ -104,7 +104,7 @@ class LidaGibbs(Model):
     }
     doc_topic_bytes = 1
     step_unit = "sweep"
-    supports_threads = True  # AD-LDA blocks of documents, then of words (_step_threads)
+    supports_threads = True  # partitioned cells for (5), blocks for (6) and (7): _step_threads
     eval_method = "gibbs"
     STATE_VERSION = 1
     # θ̄ (D, K) and φ̄ (W, K) in checkpoints: packed bits of theta_on and phi_on
