@@ -51,6 +51,7 @@ import numba
 import numpy as np
 
 from ...corpus.corpus import token_blocks
+from ...threads import split
 from . import kernels as kern
 from . import sticks
 from .common import HDP_DEFAULTS, CollapsedHdpModel
@@ -107,14 +108,12 @@ def _pcvb0_sweep(unit_ptr, unit_words, unit_counts, q, n_dk, n_wk, n_k, alpha_pi
     return E_total
 
 
-# The sweep (P1)-(P2) of one thread over documents d0..d1-1 (module docstring, "Threads"): it reads
-# the shared n_wk, n_k (as they were when the sweep began, not written by any thread) plus its own
-# changes to them, dwk (W x K, words touched listed in touched, marked in mark) and dk (K), and writes
-# q, n_dk of its own documents. Adds its sum_d E_dk into E_sum (K); returns (sum_{d,k} E_dk, n_touched).
+# The sweep (P1)-(P2) of one thread over documents d0..d1-1 (module docstring, "Threads") on its own
+# copy of the topic-word counts, n_wk and n_k (the tables as they were when the round began, plus its
+# own changes); lists the words it changes in touched (marked in mark) and writes q, n_dk of its own
+# documents only. Adds its sum_d E_dk into E_sum (K); returns (sum_{d,k} E_dk, n_touched).
 @numba.njit(cache=True, nogil=True)
-def _pcvb0_part(
-    unit_ptr, unit_words, unit_counts, d0, d1, q, n_dk, n_wk, n_k, dwk, dk, mark, touched, alpha_pi, beta, E_sum
-):  # fmt: skip
+def _pcvb0_part(unit_ptr, unit_words, unit_counts, d0, d1, q, n_dk, n_wk, n_k, mark, touched, alpha_pi, beta, E_sum):
     V, K = n_wk.shape
     Vbeta = V * beta
     x = np.empty(K, dtype=np.float64)
@@ -131,11 +130,11 @@ def _pcvb0_part(
             m = unit_counts[i]
             n_touched = kern.touch(mark, touched, n_touched, w)
             total = 0.0
-            for k in range(K):  # (P1) on the thread's view of the counts
+            for k in range(K):  # (P1)
                 qo = np.float64(q[i, k])
                 a = max(n_dk[d, k] - qo, 0.0)
-                b = max(n_wk[w, k] + dwk[w, k] - qo, 0.0)
-                c = max(n_k[k] + dk[k] - qo, 0.0)
+                b = max(n_wk[w, k] - qo, 0.0)
+                c = max(n_k[k] - qo, 0.0)
                 x[k] = (a + alpha_pi[k]) * (b + beta) / (c + Vbeta)
                 total += x[k]
             inv = 1.0 / total
@@ -144,14 +143,38 @@ def _pcvb0_part(
                 diff = m * (np.float64(qn) - np.float64(q[i, k]))
                 q[i, k] = qn
                 n_dk[d, k] += diff
-                dwk[w, k] += diff
-                dk[k] += diff
+                n_wk[w, k] += diff
+                n_k[k] += diff
                 prod[k] = kern.absent(prod[k], np.float64(qn), m)
         for k in range(K):  # (P2)
             e = 1.0 - prod[k]
             E_sum[k] += e
             E_total += e
     return E_total, n_touched
+
+
+# Rows [w0, w1) of the threads' copies into the table: for every row some thread changed,
+# table[w] <- table[w] + sum_t (copy_t[w] - table[w]) (t in order), and every copy gets the result;
+# marks reset. The threads run it on disjoint word ranges at once.
+@numba.njit(cache=True, nogil=True)
+def _merge_copies(table, copies, mark, w0, w1):
+    T, _, K = copies.shape
+    for w in range(w0, w1):
+        hit = False
+        for t in range(T):
+            if mark[t, w] >= 0:
+                hit = True
+                mark[t, w] = -1
+        if not hit:
+            continue
+        for k in range(K):
+            base = table[w, k]
+            x = base
+            for t in range(T):
+                x += copies[t, w, k] - base
+            table[w, k] = x
+            for t in range(T):
+                copies[t, w, k] = x
 
 
 # ----------------------------------------------------------------------------
@@ -182,7 +205,8 @@ class HdpPcvb0(CollapsedHdpModel):
         self._allocate_sticks()
         if self.threads > 1:  # each thread's documents, and its changes to n_wk, n_k during a sweep
             self._blocks = token_blocks(self.unit_ptr, self.threads * ROUNDS)
-            self._delta = self._thread_tables(W)
+            # each thread's copy of n_wk, n_k (rows it changed in touched, marked in mark)
+            self._copy_wk, self._copy_k, self._mark, self._touched, _ = self._thread_tables(W)
 
     def initialise(self):
         self._start(self.unit_ptr, self.unit_words, self.unit_counts, self.n_dk, self.n_wk, self.n_k, self.q)
@@ -219,23 +243,33 @@ class HdpPcvb0(CollapsedHdpModel):
 
     def _sweep_threads(self, units, E_sum):
         """(P1)-(P2) on T threads in ROUNDS rounds: in round r thread t sweeps its r-th block of
-        documents with its own changes to n_wk and n_k, which are added to the tables after the
-        round; all sums in thread order (module docstring, "Threads")."""
-        dwk, dk, mark, touched, n_touched = self._delta
-        T = self.threads
+        documents on its own copy of n_wk and n_k; after the round the copies' changes are added to
+        the tables and the copies refreshed; all sums in thread order (module docstring, "Threads")."""
+        T, W = self.threads, self.W
+        copy_wk, copy_k, mark, touched = self._copy_wk, self._copy_k, self._mark, self._touched
         E_t, E_total = np.zeros((T, self.K)), np.zeros((ROUNDS, T))
         alpha_pi, beta, cuts = self.alpha * self.pi, float(self.opts["beta"]), self._blocks
+        ranges = split(W, T)
+        copy_k[:] = self.n_k
         for r in range(ROUNDS):
 
             def part(t, r=r):
+                if r == 0:  # the copies start as the tables
+                    copy_wk[t][:] = self.n_wk
                 b = t * ROUNDS + r
-                E_total[r, t], n_touched[t] = _pcvb0_part(
-                    *units, cuts[b], cuts[b + 1], self.q, self.n_dk, self.n_wk, self.n_k, dwk[t], dk[t], mark[t],
-                    touched[t], alpha_pi, beta, E_t[t],
+                E_total[r, t], _ = _pcvb0_part(
+                    *units, cuts[b], cuts[b + 1], self.q, self.n_dk, copy_wk[t], copy_k[t], mark[t], touched[t],
+                    alpha_pi, beta, E_t[t],
                 )  # fmt: skip
 
             self.workers.run(part)
-            self._merge(self.n_wk, self.n_k, self._delta, np.ones(T))
+            self.workers.run(lambda t: _merge_copies(self.n_wk, copy_wk, mark, ranges[t], ranges[t + 1]))
+            for k in range(self.K):  # n_k likewise
+                x = base = float(self.n_k[k])
+                for t in range(T):
+                    x += float(copy_k[t, k]) - base
+                self.n_k[k] = x
+            copy_k[:] = self.n_k
         for t in range(T):
             E_sum += E_t[t]
         return float(sum(E_total.T.ravel().tolist()))
