@@ -15,7 +15,7 @@ MODELS = {"hdp-online": oh.OnlineHdp, "hdp-online-sm": oh.OnlineHdpSplitMerge, "
 OPTS = {
     "hdp-online": dict(K=10, minibatch=50),
     "hdp-online-sm": dict(K=3, minibatch=50),
-    "hdp-batch": dict(K=10),
+    "hdp-batch": dict(K=10, hyper_burn_in=1),  # alpha and the prior learned from step 2
 }
 
 
@@ -161,3 +161,32 @@ def test_moves_on_threads_match_one_thread(small_bars):
         for name, x in ref.arrays().items():
             assert np.array_equal(x, state.arrays()[name]), name
         assert np.array_equal(ref.T, state.T) and np.array_equal(ref.col, state.col)
+
+
+def test_threaded_beta_objective_matches_numpy():
+    from topictool.threads import Workers
+
+    rng = np.random.default_rng(1)
+    S, K = 37, 6
+    n = rng.gamma(0.5, 4.0, (S, K))
+    beta = rng.dirichlet(np.ones(K + 1))
+    f, g = oh.beta_objective(beta, n, 2.5, 3.0, 1.5)
+    for T in (2, 3):
+        ft, gt = oh.beta_objective_threaded(beta, n, 2.5, 3.0, 1.5, Workers(T))
+        assert ft == pytest.approx(f, rel=1e-12) and np.allclose(gt, g, rtol=1e-12)
+
+
+def test_threaded_alpha_update_matches_scipy():
+    from scipy.special import polygamma
+
+    from topictool.models.online_hdp import kernels as kern
+    from topictool.threads import Workers
+
+    x = np.array([1e-9, 0.003, 0.5, 1.0, 5.9, 6.0, 17.3, 1e4])
+    assert np.allclose([kern._trigamma(v) for v in x], polygamma(1, x), rtol=1e-10)
+    rng = np.random.default_rng(2)
+    n = rng.gamma(0.3, 10.0, (41, 5))
+    beta = rng.dirichlet(np.ones(6))
+    ref = oh.newton_alpha_collapsed(0.7, beta, n, n.sum(axis=1), 3.0)
+    for T in (2, 3):
+        assert oh.newton_alpha_threaded(0.7, beta, n, n.sum(axis=1), 3.0, Workers(T)) == pytest.approx(ref, rel=1e-8)

@@ -440,6 +440,71 @@ def _split_sweep(lo, hi, wid, cnt, mass, elog_a, elog_b, psi_a, psi_b, phi_a, wr
     return na, nb
 
 
+# The document sums of the joint beta* objective (G3; model.beta_objective) for documents
+# j0..j1-1: returns sum_j sum_k lgamma(ab_k + n_jk) and sets g[k] = sum_j psi(ab_k + n_jk).
+# (hdp-batch on T > 1 threads: each thread a block of documents, the blocks added in order.)
+@numba.njit(cache=True, nogil=True)
+def beta_objective_docs(ab, n, j0, j1, g):
+    K = ab.shape[0]
+    f = 0.0
+    for k in range(K):
+        g[k] = 0.0
+    for j in range(j0, j1):
+        for k in range(K):
+            x = ab[k] + n[j, k]
+            f += math.lgamma(x)
+            g[k] += digamma(x)
+    return f
+
+
+# psi'(x) for x > 0: the recurrence up to x >= 6, then the asymptotic series (relative error
+# below 1e-10; only the Newton steps of alpha use it, as the direction of a guarded step).
+@numba.njit(cache=True, nogil=True)
+def _trigamma(x):
+    r = 0.0
+    while x < 6.0:
+        r += 1.0 / (x * x)
+        x += 1.0
+    inv = 1.0 / x
+    inv2 = inv * inv
+    return (
+        r
+        + inv
+        + 0.5 * inv2
+        + inv * inv2 * (1.0 / 6.0 - inv2 * (1.0 / 30.0 - inv2 * (1.0 / 42.0 - inv2 * (1.0 / 30.0 - inv2 * 5.0 / 66.0))))
+    )
+
+
+# The document sums of alpha's objective jointly with theta (H1; model.newton_alpha_collapsed) for
+# documents j0..j1-1, at alpha = a with b = beta*[:K]: order 0 returns
+# sum_j [sum_k lgamma(a b_k + n_jk) - lgamma(a + N_j)], order 1 its derivative's sums
+# sum_j [sum_k b_k psi(a b_k + n_jk) - psi(a + N_j)], order 2 the second's with psi'.
+# (hdp-batch on T > 1 threads: each thread a block of documents, the blocks added in order.)
+@numba.njit(cache=True, nogil=True)
+def alpha_objective_docs(a, b, n, lengths, order, j0, j1):
+    K = b.shape[0]
+    total = 0.0
+    for j in range(j0, j1):
+        s = 0.0
+        for k in range(K):
+            x = a * b[k] + n[j, k]
+            if order == 0:
+                s += math.lgamma(x)
+            elif order == 1:
+                s += b[k] * digamma(x)
+            else:
+                s += b[k] * b[k] * _trigamma(x)
+        y = a + lengths[j]
+        if order == 0:
+            s -= math.lgamma(y)
+        elif order == 1:
+            s -= digamma(y)
+        else:
+            s -= _trigamma(y)
+        total += s
+    return total
+
+
 # sum_j E[log pi_jk], the data term of the supplement's beta* objective (G3, theta fixed).
 @numba.njit(cache=True, nogil=True)
 def expected_log_pi_sums(theta, out):

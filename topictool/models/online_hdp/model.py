@@ -124,6 +124,30 @@ def beta_objective(beta, n, weight, alpha, gamma):
     return f, g
 
 
+# (G3) beta_objective with the sums over documents on threads (hdp-batch, T > 1)
+def beta_objective_threaded(beta, n, weight, alpha, gamma, workers):
+    """``beta_objective`` with the document sums in numba, each of the workers' threads a block
+    of documents, the blocks' sums added in thread order (libm's lgamma in place of scipy's
+    gammaln, so not the same bits as beta_objective, but the same for a given thread count)."""
+    S, K = n.shape
+    f, g = log_stick_prior_and_grad(beta, gamma)
+    ab = np.ascontiguousarray(alpha * beta[:K])
+    T = workers.threads
+    cut = split(S, T)
+    fs, gs = np.zeros(T), np.zeros((T, K))
+
+    def part(t):
+        fs[t] = kern.beta_objective_docs(ab, n, cut[t], cut[t + 1], gs[t])
+
+    workers.run(part)
+    total = 0.0
+    for t in range(T):
+        total += fs[t]
+    f += weight * (total - S * gammaln(ab).sum())
+    g[:K] += weight * alpha * (gs.sum(axis=0) - S * digamma(ab))
+    return f, g
+
+
 # (G3) the beta* objective of the supplement, theta fixed
 def beta_objective_fixed_theta(beta, elog_pi_sums, docs, alpha, gamma):
     """The paper's objective (supplement): the bound as a function of beta* with theta held fixed,
@@ -261,6 +285,41 @@ def newton_alpha_collapsed(alpha, beta, n, lengths, weight=1.0):
             - polygamma(1, a + lengths).sum()
             + np.sum((polygamma(1, ab + n) - polygamma(1, ab)) * (b * b))
         )
+
+    return _newton_log(f, d1, d2, alpha, *HYPER_BOUNDS["alpha"])
+
+
+# (H1) alpha jointly with theta, the document sums on threads (hdp-batch, T > 1)
+def newton_alpha_threaded(alpha, beta, n, lengths, weight, workers):
+    """``newton_alpha_collapsed`` with the sums over documents in numba, each of the workers'
+    threads a block of documents, the blocks' sums added in thread order (libm's lgamma and
+    an own trigamma: not the same bits as the scipy version, the same for a thread count)."""
+    b = np.ascontiguousarray(beta[: n.shape[1]])
+    n = np.ascontiguousarray(n)
+    lengths = np.ascontiguousarray(lengths, dtype=np.float64)
+    S, T = n.shape[0], workers.threads
+    cut = split(S, T)
+
+    def docs(a, order):
+        parts = np.zeros(T)
+
+        def part(t):
+            parts[t] = kern.alpha_objective_docs(a, b, n, lengths, order, cut[t], cut[t + 1])
+
+        workers.run(part)
+        total = 0.0
+        for t in range(T):
+            total += parts[t]
+        return total
+
+    def f(a):
+        return weight * (S * (gammaln(a) - gammaln(a * b).sum()) + docs(a, 0))
+
+    def d1(a):
+        return weight * (S * (digamma(a) - np.sum(b * digamma(a * b))) + docs(a, 1))
+
+    def d2(a):
+        return weight * (S * (polygamma(1, a) - np.sum(b * b * polygamma(1, a * b))) + docs(a, 2))
 
     return _newton_log(f, d1, d2, alpha, *HYPER_BOUNDS["alpha"])
 
@@ -513,9 +572,15 @@ class _VariationalHdp(Model):
             a[:, :-1] = a[:, order]
         return order
 
-    def _beta_hat(self, theta, n, weight):
-        """beta-hat on the documents of theta (S, K+1) / n (S, K), weighted by ``weight``."""
-        if self.opts["global_update"] == "joint":
+    def _beta_hat(self, theta, n, weight, threaded=False):
+        """beta-hat on the documents of theta (S, K+1) / n (S, K), weighted by ``weight``;
+        ``threaded``: the objective's document sums on the model's threads (hdp-batch)."""
+        if self.opts["global_update"] == "joint" and threaded and self.threads > 1:
+            n = np.ascontiguousarray(n)
+
+            def objective(b):
+                return beta_objective_threaded(b, n, weight, self.alpha, self.gamma, self.workers)
+        elif self.opts["global_update"] == "joint":
 
             def objective(b):
                 return beta_objective(b, n, weight, self.alpha, self.gamma)
@@ -527,7 +592,10 @@ class _VariationalHdp(Model):
 
         return optimize_beta(self.beta_star, objective)
 
-    def _alpha_hat(self, theta, n, beta_star, weight):
+    def _alpha_hat(self, theta, n, beta_star, weight, threaded=False):
+        """(H1) on the documents of theta / n; ``threaded``: the sums on the model's threads (hdp-batch)."""
+        if self.opts["global_update"] == "joint" and threaded and self.threads > 1:
+            return newton_alpha_threaded(self.alpha, beta_star, n, n.sum(axis=1), weight, self.workers)
         if self.opts["global_update"] == "joint":
             return newton_alpha_collapsed(self.alpha, beta_star, n, n.sum(axis=1), weight)
         return newton_alpha(self.alpha, beta_star, weight * elog_pi_sums(theta), weight * theta.shape[0])
@@ -934,9 +1002,9 @@ class BatchHdp(_VariationalHdp):
         self.lam = lam
         # beta* (and alpha) jointly with theta, or with theta fixed (option global_update)
         n = np.maximum(self.theta[:, :K] - self.alpha * self.beta_star[:K], 0.0)
-        self.beta_star = self._beta_hat(self.theta, n, 1.0)
+        self.beta_star = self._beta_hat(self.theta, n, 1.0, threaded=True)
         if o["hyper_burn_in"] <= self.iteration and o["optimize_alpha"]:
-            self.alpha = self._alpha_hat(self.theta, n, self.beta_star, 1.0)
+            self.alpha = self._alpha_hat(self.theta, n, self.beta_star, 1.0, threaded=True)
         if o["global_update"] == "joint":
             self.theta[:, :K] = self.alpha * self.beta_star[:K] + n
             self.theta[:, K] = self.alpha * self.beta_star[K]
