@@ -1,14 +1,12 @@
-"""hdp-gibbs / nplda-gibbs on T threads (models/hca/parallel.py): document blocks against
-private copies of the shared counts, merged (and table counts repaired) after each sweep."""
+"""hdp-gibbs / nplda-gibbs on T threads (models/hca/parallel.py): T rounds per sweep, thread t
+sampling document block t x word block (t + r) mod T, per-topic totals reconciled per round."""
 
 import numpy as np
 import pytest
 
 from topictool.errors import InputError
 from topictool.evaluate.completion import document_completion
-from topictool.kernels.stirling import StirlingTable
 from topictool.models.hca import parallel as par
-from topictool.models.hca import sampler as smp
 from topictool.models.hca.hdp import HdpGibbs
 from topictool.models.hca.nplda import NpldaGibbs
 from topictool.synth import hdp as synth_hdp
@@ -57,38 +55,28 @@ def test_same_seed_and_threads_give_the_same_model(corpora, cls, burst):
 
 @pytest.mark.parametrize("cls,burst", CASES, ids=IDS)
 def test_invariants_hold_after_every_threaded_sweep(corpora, cls, burst):
-    """check_invariants: n_kw, n_k, T_k, TW_k, TwT against the assignments and tables, the cached
-    factors Aw, Bw against their recomputation, 1 <= t <= n everywhere; for NP-LDA the merge had
-    to repair table counts on this small dense corpus, so the repair path ran."""
+    """check_invariants after every sweep: n_kw, n_k, T_k, TW_k, TwT against the assignments
+    and tables, the cached factors Aw, Bw against their recomputation, 1 <= t <= n in every
+    cell (the schedule never lets two threads touch one cell, so nothing needs repair)."""
     train, _ = corpora
-    m = cls(train, {"K": 15, "burst": burst}, 11, threads=3)
-    repairs = 0
-    for _ in range(6):
-        metrics = m.step()
+    m = cls(train, {"K": 15, "burst": burst, "sample_discount_every": 2}, 11, threads=3)
+    for _ in range(5):
+        m.step()
         m.check_invariants()
-        repairs += metrics["merge_repairs"]
-        if m._copies_fresh:  # the merge left every thread's copy equal to the shared counts
-            c = m._copies
-            for name in ("n_kw", "t_kw", "Aw", "Bw"):
-                assert all(np.array_equal(x, getattr(m, name)) for x in getattr(c, name)), name
-    if cls.pyp_words:
-        assert repairs > 0
-    else:
-        assert repairs == 0  # the Dirichlet word side has no table counts to break
 
 
 @pytest.mark.parametrize("cls,burst", [(HdpGibbs, True), (NpldaGibbs, True)], ids=["hdp+burst", "nplda+burst"])
 def test_threaded_path_with_one_busy_thread_is_the_serial_chain(corpora, cls, burst):
-    """Blocks that give every document to thread 0 (thread 1 idle): the copies, the merge, the
-    write-back into the copies and their refresh after a new a_phi must reproduce the
+    """Blocks that give every document and word to thread 0 (thread 1 idle, the second round
+    empty): the rounds, the copies of the totals and their reconciliation must reproduce the
     one-thread chain exactly (thread 0 draws from stream 0, as one thread does)."""
     train, _ = corpora
     opts = {"K": 15, "burst": burst, "sample_hyper_every": 2, "sample_discount_every": 3}
     one = cls(train, opts, 4)
     two = cls(train, opts, 4, threads=2)
-    two._copies = par.Copies(2, two)
-    two._blocks = [0, two.D, two.D]
-    two._copies_fresh = False
+    two._schedule = par.Schedule(two)
+    two._schedule.docs = [0, two.D, two.D]
+    two._schedule.words = [0, two.W, two.W]
     for _ in range(8):
         one.step()
         two.step()
@@ -116,55 +104,28 @@ def test_exact_resume_with_two_threads(corpora, cls, burst):
         cls.from_state(train, opts, state_of(part), threads=1)
 
 
-def test_merge_repairs_table_counts_and_refreshes_the_factors():
-    """Two copies of a 1-word, 4-topic NP-LDA word side, each valid on its own, whose merge
-    breaks 1 <= t <= n in every way; merge must repair each cell and recompute its factors."""
-    R = StirlingTable(0.5, 32, t_cap=16).R
-    # (n0, t0) and the two copies' (n, t): merged (n, t) = (n0 + dn, t0 + dt)
-    n0 = np.array([[2, 2, 5, 3]], dtype=np.int32)
-    t0 = np.array([[1, 2, 3, 1]], dtype=np.int32)
-    cn = np.array([[[1, 1, 2, 3]], [[1, 2, 3, 4]]], dtype=np.int32)
-    ct = np.array([[[1, 1, 1, 1]], [[1, 1, 1, 2]]], dtype=np.int32)
-    # merged: (0, 1) -> (0, 0); (1, 0) -> (1, 1); (0, -1) -> (0, 0); (4, 2) valid, untouched
-    Aw = np.full((1, 4), 7.0, dtype=np.float32)
-    Bw = np.full((1, 4), 7.0, dtype=np.float32)
-    n_kw, t_kw = n0.copy(), t0.copy()
-    TwT = np.zeros(1, dtype=np.int64)
-    TW = np.zeros(4, dtype=np.int64)
-    cA = np.zeros((2, 1, 4), dtype=np.float32)
-    cB = cA.copy()
-    for th in range(2):  # each copy's factors agree with its own counts, as after a sweep
-        smp.fill_word_caches(cn[th], ct[th], R, 0.5, cA[th], cB[th])
-    repairs, missed, max_n, max_t = par.merge(0, 1, True, n_kw, t_kw, Aw, Bw, cn, ct, cA, cB, R, 0.5, TwT, TW)
-    assert n_kw.tolist() == [[0, 1, 0, 4]]
-    assert t_kw.tolist() == [[0, 1, 0, 2]]
-    assert (repairs, missed, max_n, max_t) == (3, 0, 4, 2)
-    assert TwT.tolist() == [3] and TW.tolist() == [0, 1, 0, 2]
-    A = np.zeros((1, 4), dtype=np.float32)
-    B = np.zeros((1, 4), dtype=np.float32)
-    smp.fill_word_caches(n_kw, t_kw, R, 0.5, A, B)
-    assert np.array_equal(A, Aw) and np.array_equal(B, Bw)
-    # every copy now holds the merged cells
-    for th in range(2):
-        assert np.array_equal(cn[th], n_kw) and np.array_equal(ct[th], t_kw)
-        assert np.array_equal(cA[th], Aw) and np.array_equal(cB[th], Bw)
-    # a table too small for a merged cell marks it; fill_marked completes it once grown
-    n_kw, t_kw = n0.copy(), t0.copy()
-    cn = np.array([[[1, 1, 2, 3]], [[1, 2, 3, 4]]], dtype=np.int32)
-    ct = np.array([[[1, 1, 1, 1]], [[1, 1, 1, 2]]], dtype=np.int32)
-    Aw[:] = 7.0
-    small = StirlingTable(0.5, 3, t_cap=2).R
-    _, missed, _, _ = par.merge(0, 1, True, n_kw, t_kw, Aw, Bw, cn, ct, cA, cB, small, 0.5, TwT, TW)
-    assert missed == 1 and Aw[0, 3] == -1.0
-    par.fill_marked(n_kw, t_kw, R, 0.5, Aw, Bw)
-    assert np.array_equal(A, Aw) and np.array_equal(B, Bw)
-
-
-def test_document_blocks_balance_tokens():
+def test_blocks_balance_tokens():
     token_ptr = np.array([0, 10, 10, 30, 31, 60, 100])
     for T in (1, 2, 3, 8):
-        b = par.document_blocks(token_ptr, T)
+        b = par.balanced_cuts(np.diff(token_ptr), T)
         assert b[0] == 0 and b[-1] == 6 and len(b) == T + 1 and all(x <= y for x, y in zip(b, b[1:]))
+    assert par.balanced_cuts(np.diff(token_ptr), 2) == [0, 5, 6]  # 60 + 40 tokens
+
+
+def test_rounds_sample_every_token_once(corpora):
+    """Over the T rounds of a sweep the (document block, word block) cells partition the tokens."""
+    train, _ = corpora
+    m = NpldaGibbs(train, {"K": 5}, 1, threads=3)
+    sc = par.Schedule(m)
+    doc = np.repeat(np.arange(train.D), np.diff(train.doc_ptr))
+    seen = np.zeros(train.nnz, dtype=np.int64)
+    for r in range(3):
+        for t in range(3):
+            b = (t + r) % 3
+            cell = (doc >= sc.docs[t]) & (doc < sc.docs[t + 1])
+            cell &= (train.word_ids >= sc.words[b]) & (train.word_ids < sc.words[b + 1])
+            seen += cell
+    assert np.all(seen == 1)
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@
     nplda.py    nplda-gibbs  NP-LDA: PYP documents and topics, GEM roots on both sides
     model.py    the Model-protocol class both share (state, snapshot, schedule)
     sampler.py  the sweep kernel
+    parallel.py --threads: document blocks against private copies of the shared counts, merged
     pyp.py      Pitman-Yor nodes with table indicators (posterior factors, eq. 3-5)
     burst.py    the burstiness front end (eq. 6-7)
     hyper.py    hyper-parameter densities for slice sampling

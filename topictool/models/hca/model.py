@@ -13,12 +13,13 @@ of the current one), with phi_average only; with base's seed, iteration and RNG 
 Everything else -- n_kw, n_k, the root counts, the cached factors -- is recomputed from these on
 resume (restored()).
 
-Threads (parallel.py): with --threads T > 1 the documents are cut into T blocks by tokens and
-each thread sweeps its block against its own copy of the shared word-side and root statistics
-(counts, table counts, cached factors); the copies' changes are summed into the shared ones
-after the sweep and table counts that the merge leaves outside 1 <= t <= n are repaired.
-Initialisation and the hyper-parameters stay on one thread. One random stream per thread;
-stream 0 is also the initialisation's and the hyper-parameters', so T = 1 is unchanged.
+Threads (parallel.py): with --threads T > 1 a sweep is T rounds of a vocabulary-partitioned
+schedule: documents and words are each cut into T blocks, and in round r thread t samples the
+tokens of document block t with words in word block (t + r) mod T, so no two threads touch the
+same document's or word's counts; only the per-topic totals (n_k, TW_k, T_k) are copied per
+thread and reconciled after each round. Initialisation and the hyper-parameters stay on one
+thread. One random stream per thread; stream 0 is also the initialisation's and the
+hyper-parameters', so T = 1 is unchanged.
 """
 
 import math
@@ -90,10 +91,7 @@ class HcaGibbs(Model):
     @classmethod
     def memory_estimate(cls, D, W, N, options, threads=1):
         """Base's lower bound, plus the two K x W float64 sums of ``phi_average``."""
-        K = int(options.get("K", 1))
-        extra = 16 * K * W if int(options.get("phi_average", 0) or 0) else 0
-        if threads > 1:  # the threads' copies of n_kw (and t_kw, Aw, Bw for NP-LDA)
-            extra += threads * (16 if cls.pyp_words else 4) * K * W
+        extra = 16 * int(options.get("K", 1)) * W if int(options.get("phi_average", 0) or 0) else 0
         return super().memory_estimate(D, W, N, options, threads) + extra
 
     def rng_streams(self):
@@ -159,6 +157,7 @@ class HcaGibbs(Model):
             "psi": StirlingTable(self.hyper[smp.H_A_PSI], min(64, self.bounds[2]), t_cap=16),
         }
         self._empty_R = np.zeros((1, 1))
+        self._no_totals = np.zeros(0, dtype=np.int64)
         # phi_average: sums of the estimates over [the previous complete block, the current block]
         self.phi_average = int(self.opts["phi_average"])
         blocks = 2 if self.phi_average else 0
@@ -301,140 +300,73 @@ class HcaGibbs(Model):
                 self.bounds,
                 self.rng,
                 self.stats,
+                0,
+                self.W,
+                self._no_totals,
             )
             if status == smp.STATUS_DONE:
                 break
             self._grow_tables()
 
-    def _sweep_args(self, t):
-        """The sweep kernel's arguments after (adding, d, i, token_ptr, doc_ptr) for thread
-        t's copy of the shared statistics (t = None: the shared statistics themselves)."""
-        if t is None:
-            own = (self.n_kw, self.n_k, self.t_kw, self.Aw, self.Bw, self.TW_k, self.TwT, self.T_k)
-            extent, rng, stats = self.extent, self.rng, self.stats
-        else:
-            c = self._copies
-            own = (c.n_kw[t], c.n_k[t], c.t_kw[t], c.Aw[t], c.Bw[t], c.TW_k[t], c.TwT[t], c.T_k[t])
-            extent, rng, stats = c.extent[t], self.rng[t : t + 1], c.stats[t]
-        n_kw, n_k, t_kw, Aw, Bw, TW_k, TwT, T_k = own
-        return (
-            self.word_ids,
-            self.counts,
-            self.z,
-            self.r,
-            self.t_dk,
-            n_kw,
-            n_k,
-            t_kw,
-            Aw,
-            Bw,
-            TW_k,
-            TwT,
-            T_k,
-            self._R("theta"),
-            self._R("phi", self.pyp_words),
-            self._R("psi", self.burst),
-            self.hyper,
-            self.burst_concentration,
-            smp.WORD_PYP if self.pyp_words else smp.WORD_DIRICHLET,
-            self.burst,
-            self.n_slots,
-            extent,
-            self.bounds,
-            rng,
-            stats,
-        )
-
     def _run_sweep_threaded(self):
-        """One sweep on T threads (parallel.py): each thread's block of documents against its
-        own copy of the shared statistics, then the copies' changes merged into them."""
+        """One sweep on T threads, in T rounds (parallel.py): in round r thread t samples the
+        tokens of its document block t whose words lie in word block (t + r) mod T, on the
+        shared arrays (no two threads touch the same document or word), against its own copy
+        of the per-topic totals, which are reconciled after every round."""
         T = self.threads
-        if getattr(self, "_copies", None) is None:
-            self._copies = par.Copies(T, self)
-            self._blocks = par.document_blocks(self.token_ptr, T)
-            self._copies_fresh = False
-        c, blocks = self._copies, self._blocks
-        self._grow_tables()
-        c.extent[:] = self.extent
-        c.stats[:] = 0
-        # the small shared arrays are copied every sweep, the W x K ones only when stale
-        c.n_k[:] = self.n_k
-        c.T_k[:] = self.T_k
-        c.TW_k[:] = self.TW_k
-        c.TwT[:] = self.TwT
-        pos = [(blocks[t], int(self.token_ptr[blocks[t]])) for t in range(T)]
-        done = [blocks[t] == blocks[t + 1] for t in range(T)]
-        fresh = [self._copies_fresh] * T
-
-        def sweep_part(t):
-            if not fresh[t]:
-                par.refresh(
-                    self.n_kw, self.n_k, self.t_kw, self.Aw, self.Bw, self.TW_k, self.TwT, self.T_k,
-                    c.n_kw[t], c.n_k[t], c.t_kw[t], c.Aw[t], c.Bw[t], c.TW_k[t], c.TwT[t], c.T_k[t],
-                )  # fmt: skip
-                fresh[t] = True
-            if done[t]:
-                return
-            d, i = pos[t]
-            # the prefix of doc_ptr ends the kernel's document loop at the block's end
-            status, d, i = smp.sweep(
-                False, d, i, self.token_ptr, self.doc_ptr[: blocks[t + 1] + 1], *self._sweep_args(t)
-            )
-            pos[t] = (d, i)
-            done[t] = status == smp.STATUS_DONE
-
-        while True:
-            self.workers.run(sweep_part)
-            if all(done):
-                break
-            # a thread needs larger Stirling tables: grown while no thread runs, then the
-            # unfinished ones resume at their token (no draw was made for it)
-            np.max(c.extent, axis=0, out=self.extent)
+        if getattr(self, "_schedule", None) is None:
+            self._schedule = par.Schedule(self)
+        sc = self._schedule
+        stats = np.zeros((T, self.stats.shape[0]), dtype=self.stats.dtype)
+        for rnd in range(T):
             self._grow_tables()
+            sc.start_round(self)
+            pos = [(sc.docs[t], int(self.token_ptr[sc.docs[t]])) for t in range(T)]
+            done = [sc.docs[t] == sc.docs[t + 1] for t in range(T)]
 
-        n_k0, T_k0 = self.n_k.copy(), self.T_k.copy()
-        cuts = par.split_words(self.W, T)
-        R_phi, a_phi = self._R("phi", self.pyp_words), self.hyper[smp.H_A_PHI]
+            def sweep_part(t, rnd=rnd, pos=pos, done=done):
+                if done[t]:
+                    return
+                d, i = pos[t]
+                b = (t + rnd) % T
+                status, d, i = smp.sweep(
+                    False, d, i, self.token_ptr,
+                    self.doc_ptr[: sc.docs[t + 1] + 1],  # the prefix ends the loop at the block's end
+                    self.word_ids, self.counts, self.z, self.r, self.t_dk,
+                    self.n_kw, sc.n_k[t], self.t_kw, self.Aw, self.Bw, sc.TW_k[t], self.TwT, sc.T_k[t],
+                    self._R("theta"), self._R("phi", self.pyp_words), self._R("psi", self.burst),
+                    self.hyper, self.burst_concentration,
+                    smp.WORD_PYP if self.pyp_words else smp.WORD_DIRICHLET,
+                    self.burst, self.n_slots, sc.extent[t], self.bounds, self.rng[t : t + 1], stats[t],
+                    sc.words[b], sc.words[b + 1], sc.word_totals[t],
+                )  # fmt: skip
+                pos[t] = (d, i)
+                done[t] = status == smp.STATUS_DONE
 
-        def merge_part(t):
-            out = par.merge(
-                cuts[t], cuts[t + 1], self.pyp_words, self.n_kw, self.t_kw, self.Aw, self.Bw,
-                c.n_kw, c.t_kw, c.Aw, c.Bw, R_phi, a_phi, self.TwT, c.TW_part[t],
-            )  # fmt: skip
-            c.repairs[t], c.missed[t], c.max_n[t], c.max_t[t] = out
-
-        self.workers.run(merge_part)
-        self._copies_fresh = True  # merge wrote the merged cells into every copy
-        for t in range(T):  # fixed order (integers: exact in any order anyway)
-            self.n_k += c.n_k[t] - n_k0
-            self.T_k += c.T_k[t] - T_k0
-            self.stats += c.stats[t]
-        np.max(c.extent, axis=0, out=self.extent)
-        if self.pyp_words:
-            self.TW_k[:] = c.TW_part.sum(axis=0)
-            self.extent[smp.X_N_PHI] = max(int(self.extent[smp.X_N_PHI]), int(c.max_n.max()))
-            self.extent[smp.X_T_PHI] = max(int(self.extent[smp.X_T_PHI]), int(c.max_t.max()))
-            if c.missed.any():  # rare (counts beyond the table): the copies are refreshed whole
+            while True:
+                self.workers.run(sweep_part)
+                if all(done):
+                    break
+                # a thread needs larger Stirling tables: grown while no thread runs, then the
+                # unfinished ones resume at their token (no draw was made for it)
+                np.max(sc.extent, axis=0, out=self.extent)
                 self._grow_tables()
-                par.fill_marked(self.n_kw, self.t_kw, self.tables["phi"].R, a_phi, self.Aw, self.Bw)
-                self._copies_fresh = False
-        return int(c.repairs.sum())
+            sc.end_round(self)
+        for t in range(T):
+            self.stats += stats[t]
 
     def step(self):
         """One Gibbs sweep over every token, then the hyper-parameter updates that are due."""
         import time
 
         self.stats[:] = 0
-        repairs = None
         if self.threads > 1:
-            repairs = self._run_sweep_threaded()
+            self._run_sweep_threaded()
         else:
             self._run_sweep()
         self.iteration += 1
         t0 = time.perf_counter()
         sampled = self._sample_hyperparameters()
-        if "a_phi" in sampled:
-            self._copies_fresh = False  # new cached factors Aw, Bw: the threads' copies are stale
         metrics = {
             "effective_topics": self.effective_topics(),
             "active_topics": int(np.count_nonzero(self.T_k)),
@@ -444,8 +376,6 @@ class HcaGibbs(Model):
             "hyper_seconds": round(time.perf_counter() - t0, 6),
         }
         metrics.update(self.hyperparameters(summary=True))
-        if repairs is not None:
-            metrics["merge_repairs"] = repairs
         if self.burst:
             metrics["burst_table_fraction"] = float(self.r.sum()) / self.N
         if self.phi_average:

@@ -172,6 +172,9 @@ def fill_word_caches(n_kw, t_kw, R_phi, a_phi, Aw, Bw):
 
 # One sweep (or, with adding=True, the initial sequential placement of every token with its
 # topic fixed): the algorithm of the module docstring. Returns (status, document, token).
+# Only tokens of words w_lo <= w < w_hi are sampled (all of them on one thread); word_totals,
+# when not empty, holds the word root's total and used count to start from, and gets the
+# running ones back on return (threads: other threads write TwT meanwhile).
 @numba.njit(cache=True, nogil=True)
 def sweep(
     adding,
@@ -204,6 +207,9 @@ def sweep(
     bounds,
     rng,
     stats,
+    w_lo,
+    w_hi,
+    word_totals,
 ):
     D = doc_ptr.shape[0] - 1
     K = t_dk.shape[1]
@@ -228,7 +234,12 @@ def sweep(
             gs[1] += 1
         elif gs[2] < 0:
             gs[2] = k
-    if pyp_words:
+    if pyp_words and word_totals.shape[0] > 0:
+        # threads (model.py): the word root's totals as the round began (other threads write
+        # TwT rows of their own words meanwhile)
+        gs[3] = word_totals[0]
+        gs[4] = word_totals[1]
+    elif pyp_words:
         for w in range(W):
             gs[3] += TwT[w]
             if TwT[w] > 0:
@@ -294,16 +305,25 @@ def sweep(
         for e in range(doc_ptr[d], doc_ptr[d + 1]):
             w = word_ids[e]
             c = counts[e]
+            if w < w_lo or w >= w_hi:  # another thread's words this round (model.py)
+                i += c
+                if c >= 2:
+                    slot += 1
+                continue
             sl = slot if (burst and c >= 2) else -1
             for _ in range(c):
                 if i < resume:
                     i += 1
                     continue
-                if not _table_ok(R_theta, extent[X_N_THETA], extent[X_T_THETA], bounds[0]):
-                    return STATUS_GROW, d, i
+                grow = not _table_ok(R_theta, extent[X_N_THETA], extent[X_T_THETA], bounds[0])
                 if pyp_words and not _table_ok(R_phi, extent[X_N_PHI], extent[X_T_PHI], bounds[1]):
-                    return STATUS_GROW, d, i
+                    grow = True
                 if burst and not _table_ok(R_psi, extent[X_N_PSI], extent[X_T_PSI], bounds[2]):
+                    grow = True
+                if grow:
+                    if word_totals.shape[0] > 0:  # the running totals, for the call that resumes
+                        word_totals[0] = gs[3]
+                        word_totals[1] = gs[4]
                     return STATUS_GROW, d, i
                 k = z[i]
                 rr = r[i] if burst else 1
@@ -470,6 +490,9 @@ def sweep(
                         sw[slot, z[i + j]] = 0
                     slot += 1
                 i += c
+    if word_totals.shape[0] > 0:
+        word_totals[0] = gs[3]
+        word_totals[1] = gs[4]
     return STATUS_DONE, D, token_ptr[D]
 
 
