@@ -317,7 +317,7 @@ class HcaGibbs(Model):
         if getattr(self, "_schedule", None) is None:
             self._schedule = par.Schedule(self)
         sc = self._schedule
-        stats = np.zeros((T, self.stats.shape[0]), dtype=self.stats.dtype)
+        sc.start_sweep(self)
         for rnd in range(T):
             self._grow_tables()
             sc.start_round(self)
@@ -337,7 +337,7 @@ class HcaGibbs(Model):
                     self._R("theta"), self._R("phi", self.pyp_words), self._R("psi", self.burst),
                     self.hyper, self.burst_concentration,
                     smp.WORD_PYP if self.pyp_words else smp.WORD_DIRICHLET,
-                    self.burst, self.n_slots, sc.extent[t], self.bounds, self.rng[t : t + 1], stats[t],
+                    self.burst, self.n_slots, sc.extent[t], self.bounds, sc.rng_of(t), sc.stats[t],
                     sc.words[b], sc.words[b + 1], sc.word_totals[t],
                 )  # fmt: skip
                 pos[t] = (d, i)
@@ -352,8 +352,7 @@ class HcaGibbs(Model):
                 np.max(sc.extent, axis=0, out=self.extent)
                 self._grow_tables()
             sc.end_round(self)
-        for t in range(T):
-            self.stats += stats[t]
+        sc.end_sweep(self)
 
     def step(self):
         """One Gibbs sweep over every token, then the hyper-parameter updates that are due."""

@@ -40,19 +40,42 @@ def balanced_cuts(weights, T):
     return [int(x) for x in np.maximum.accumulate(np.minimum(cuts, n))]
 
 
+def padded(T, n, dtype):
+    """(T, n) zeros whose rows are 128 bytes apart at least: the threads' private counters,
+    written at every token, never share a cache line (false sharing cost 60 % more CPU)."""
+    pad = 128 // np.dtype(dtype).itemsize
+    return np.zeros((T, n + pad), dtype=dtype)[:, :n]
+
+
 class Schedule:
-    """The document and word blocks and each thread's copies of the per-topic totals."""
+    """The document and word blocks and each thread's copies of the per-topic totals, its
+    counters and its random stream (rows of ``padded`` arrays)."""
 
     def __init__(self, model):
         T = model.threads
         self.T = T
         self.docs = balanced_cuts(np.diff(model.token_ptr), T)
         self.words = balanced_cuts(model.corpus.word_counts(), T)
-        self.n_k = np.zeros((T, *model.n_k.shape), dtype=model.n_k.dtype)
-        self.TW_k = np.zeros((T, *model.TW_k.shape), dtype=model.TW_k.dtype)
-        self.T_k = np.zeros((T, *model.T_k.shape), dtype=model.T_k.dtype)
-        self.extent = np.zeros((T, *model.extent.shape), dtype=model.extent.dtype)
-        self.word_totals = np.zeros((T, 2 if model.pyp_words else 0), dtype=np.int64)
+        self.n_k = padded(T, len(model.n_k), model.n_k.dtype)
+        self.TW_k = padded(T, len(model.TW_k), model.TW_k.dtype)
+        self.T_k = padded(T, len(model.T_k), model.T_k.dtype)
+        self.extent = padded(T, len(model.extent), model.extent.dtype)
+        self.stats = padded(T, len(model.stats), model.stats.dtype)
+        self.word_totals = padded(T, 2 if model.pyp_words else 0, np.int64)
+        self.rng = padded(T, 4, np.uint64)
+
+    def rng_of(self, t):
+        """Thread t's stream as the (1, 4) array the kernels take (row 0 of it)."""
+        return self.rng[t : t + 1]
+
+    def start_sweep(self, m):
+        self.stats[:] = 0
+        self.rng[:] = m.rng
+
+    def end_sweep(self, m):
+        m.rng[:] = self.rng
+        for t in range(self.T):
+            m.stats += self.stats[t]
 
     def start_round(self, m):
         self.n_k[:] = m.n_k
