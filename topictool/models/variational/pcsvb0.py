@@ -58,6 +58,21 @@ Speed-ups the paper names as next steps, both options here:
   Both step counters (c and h) then count minibatches.
   ``minibatch = 0`` (default) is the word-by-word algorithm above.
 
+Threads (``--threads T``):
+- ``minibatch`` > 0: n_kw, n_k and the sticks are fixed during a minibatch, so its documents are
+  independent given them: thread t takes a run of its documents (about equal tokens) into its own
+  statistics (and E_k, alpha sums); they are summed in thread order before (B3)-(B6). The same
+  algorithm as on one thread; only the summation order differs.
+- word by word (``minibatch = 0``), in rounds of ROUND_DOCS documents per thread: thread t runs its
+  run of the round's documents token by token on its own view of n_kw, n_k: the round's table
+  decayed by its own (B3) steps plus its own additions (``_document_view``), with its step counter
+  t_c starting after the tokens of the threads before it, and the sticks of the round's start.
+  After the round the views are composed into the table in thread order (n <- c_t n + a_t for
+  t = 0..T-1, c_t the product of thread t's decays, a_t its additions: exactly the sequence of
+  (B3) updates of the round's documents in order, except that each thread did not see the others'
+  updates of the round), and (B4)-(B6) take each document's step in order with its E_k. The
+  staleness is bounded by a round (T x ROUND_DOCS documents).
+
 Implementation notes.
 - (B3) touches every word: n_kw (and n_k) are a lazily decayed table (``kernels``:
   scale * A): the (1 - rho) decay is one multiplication of the scale, only the current
@@ -307,7 +322,7 @@ def _non_empty(len_counts):
 # threads (module docstring, "Threads")
 
 # Word by word on T threads: documents per thread per round.
-ROUND_DOCS = 32
+ROUND_DOCS = 64
 
 
 # ``_document`` word by word on a thread's view of n_kw: the thread sees

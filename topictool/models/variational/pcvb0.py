@@ -28,6 +28,14 @@ One iteration (``step()``):
   options' values (``optimize_hyper`` before the rename set both). (S1)-(S4) are in
   ``sticks``. One step visits every token once (step_unit "sweep").
 
+Threads (``--threads T``): the documents are cut into T blocks of about equal units, each cut into
+ROUNDS parts; in round r thread t sweeps part r of its block on its own copy of n_wk and n_k (q and
+n_dk of its documents are its own), so it sees its own updates at once and the other threads'
+at the end of the round, when the copies' changes are added to the tables (in thread order, by
+word ranges in parallel) and the copies refreshed. This is AD-LDA's scheme for CVB0 with a
+staleness of 1/ROUNDS of a sweep (a whole sweep, ROUNDS = 1, cost +0.7% held-out perplexity on
+the movie reviews at 20 sweeps; 8 rounds +0.2%). E_dk sums are per thread, summed in order.
+
 Implementation notes.
 - q(z_di) of every token is stored (single precision: N x T x 4 bytes, the memory
   cost of batch CVB0), and the count tables are always exactly the sums of the

@@ -36,6 +36,12 @@ Implementation notes.
   copies of a word together); the documents of each pass in random order.
 - Start: every distinct word of every document gets a random soft assignment
   (normalised uniforms), and the three count tables are their sums.
+- Threads (``--threads T``): N^Phi and N^Z are fixed during a minibatch (the paper's minibatch
+  form), so its documents are independent given them: thread t takes a run of the minibatch's
+  documents (about equal tokens), updates their N^Theta rows and accumulates its own Nhat^Phi,
+  Nhat^Z; after the minibatch the T accumulators are summed in thread order (``kernels.merge_rows``,
+  each thread merging a range of words) into (F3)-(F4). The same algorithm as on one thread; only
+  the summation order differs.
 - One ``step()`` is one pass over the corpus in minibatches of ``minibatch`` documents
   (step_unit "pass"; t counts the minibatches of the whole run).
 """

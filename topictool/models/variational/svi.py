@@ -53,6 +53,13 @@ Implementation notes.
   union of the minibatch's words (in rank order: the same bits on every rank), and every rank
   then does the same global step. The result depends on the number of ranks (the sums' order,
   the cold starts' streams), never on timing.
+- Threads (``--threads T``): the local step of a minibatch is split among T threads, thread t
+  taking a run of the minibatch's documents (about equal tokens) with its own word map, its own
+  sufficient statistics and its own stream (row t; MPI ranks: rows 1..T, see ``initialise``) for
+  cold starts; lambda is read only. The threads' statistics are summed on the union of their words
+  in thread order (``_union_sum``), then the global step is the same as on one thread. The local
+  step depends only on lambda and the document, so the only differences from one thread are the
+  summation order and the cold starts' draws.
 - No fastmath anywhere: with it, LLVM reassociated the local step's single-precision sums
   (vectorised with the CPU target's width, and differently in a fresh compilation than in
   numba's cached copy), so the same seed gave other models on a cold cache, a warm cache
