@@ -53,13 +53,13 @@ Implementation notes.
   union of the minibatch's words (in rank order: the same bits on every rank), and every rank
   then does the same global step. The result depends on the number of ranks (the sums' order,
   the cold starts' streams), never on timing.
-- Threads (``--threads T``): the local step of a minibatch is split among T threads, thread t
-  taking a run of the minibatch's documents (about equal tokens) with its own word map, its own
-  sufficient statistics and its own stream (row t; MPI ranks: rows 1..T, see ``initialise``) for
-  cold starts; lambda is read only. The threads' statistics are summed on the union of their words
-  in thread order (``_union_sum``), then the global step is the same as on one thread. The local
-  step depends only on lambda and the document, so the only differences from one thread are the
-  summation order and the cold starts' draws.
+- Threads (``--threads T``): per minibatch, exp{E[log beta]} of its words is computed by the T
+  threads (a range of the words each), then thread t runs the local step of a run of the
+  minibatch's documents (about equal tokens) into its own sufficient statistics, drawing its cold
+  starts from its own stream (row t; MPI ranks: rows 1..T, see ``initialise``); lambda is read
+  only. The statistics are summed in thread order (``_sum_threads``), then the global step is the
+  same as on one thread. The local step depends only on lambda and the document, so the only
+  differences from one thread are the summation order and the cold starts' draws.
 - No fastmath anywhere: with it, LLVM reassociated the local step's single-precision sums
   (vectorised with the CPU target's width, and differently in a fresh compilation than in
   numba's cached copy), so the same seed gave other models on a cold cache, a warm cache
@@ -75,6 +75,7 @@ import numpy as np
 
 from ...kernels.rng import gamma as gamma_draw
 from ...kernels.rng import make_streams, shuffle
+from ...threads import split
 from ..base import POSITIVE_INT
 from . import kernels as kern
 from .common import VariationalModel
@@ -147,20 +148,10 @@ def _local_step(loc, cnt, ebT, eb, g, alpha, max_iters, tol, sstats, et, s, phin
     return it
 
 
-# The local step (L1)-(L2) of one minibatch: the documents ``docs`` (local indices, in order), each
-# started from gamma_dk (warm) or from Gamma(100, 1/100) draws of stream ``row``; returns the
-# minibatch's distinct words (first-seen order), their sufficient statistics sum_d n_dw phi_dwk
-# (n_local, K) and the local iterations done. ``mark`` (W, all -1) is left as it came.
+# The minibatch's distinct words (first-seen order over the documents ``docs``), mark[w] set to
+# each one's local index (the caller resets it), and the longest document's length.
 @numba.njit(cache=True, nogil=True)
-def _minibatch_local(
-    doc_ptr, word_ids, counts, docs, lam_wk, lam_k, scale, gamma_dk, warm, alpha, beta, max_iters, tol, rng, row, mark
-):
-    W, K = lam_wk.shape
-    et = np.empty(K, dtype=np.float32)
-    s = np.empty(K, dtype=np.float32)
-    g = np.empty(K, dtype=np.float64)
-    iters = 0
-    # the minibatch's distinct words -> local index
+def _local_words(doc_ptr, word_ids, docs, mark):
     n_local = 0
     max_len = 0
     for b in range(docs.shape[0]):
@@ -176,15 +167,20 @@ def _minibatch_local(
         d = docs[b]
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
             words[mark[word_ids[i]]] = word_ids[i]
-    # exp{E[log beta_kw]} = exp{Psi(lambda_kw) - Psi(sum_w lambda_kw)} for the minibatch's words
+    return words, max_len
+
+
+# eb[j] = exp{E[log beta_kw]} = exp{Psi(lambda_kw) - Psi(sum_w lambda_kw)} for the local words j0..j1-1.
+# Each word's row is divided by its largest entry: a per-word factor cancels in (L1)-(L2), and the
+# single-precision copy then neither underflows nor holds denormals.
+@numba.njit(cache=True, nogil=True)
+def _expected_log_beta(words, lam_wk, lam_k, scale, beta, eb, j0, j1):
+    W, K = lam_wk.shape
     inv_sum = np.empty(K, dtype=np.float64)
     for k in range(K):
         inv_sum[k] = 1.0 / kern.exp_digamma(W * beta + scale * lam_k[k])
-    # Each word's row is divided by its largest entry: a per-word factor cancels in (L1)-(L2), and
-    # the single-precision copy then neither underflows nor holds denormals.
-    eb = np.empty((n_local, K), dtype=np.float32)
     rw = np.empty(K, dtype=np.float64)
-    for j in range(n_local):
+    for j in range(j0, j1):
         w = words[j]
         top = 0.0
         for k in range(K):
@@ -194,7 +190,25 @@ def _minibatch_local(
         for k in range(K):
             x = rw[k] * inv_top
             eb[j, k] = x if x > 1e-30 else 0.0
-    sstats = np.zeros((n_local, K), dtype=np.float64)
+
+
+# (L1)-(L2) for the documents ``docs``, each started from gamma_dk (warm) or from Gamma(100, 1/100)
+# draws of stream ``row``, with eb and the local indices in mark (see _local_words); adds
+# sum_d n_dw phi_dwk into sstats (n_local, K). Returns the local iterations done. Writes only the
+# gamma_dk rows of ``docs`` and sstats: threads may run it at once on disjoint documents.
+@numba.njit(cache=True, nogil=True)
+def _local_documents(
+    doc_ptr, word_ids, counts, docs, mark, eb, gamma_dk, warm, alpha, max_iters, tol, rng, row, sstats
+):
+    K = eb.shape[1]
+    et = np.empty(K, dtype=np.float32)
+    s = np.empty(K, dtype=np.float32)
+    g = np.empty(K, dtype=np.float64)
+    iters = 0
+    max_len = 0
+    for b in range(docs.shape[0]):
+        d = docs[b]
+        max_len = max(max_len, doc_ptr[d + 1] - doc_ptr[d])
     loc = np.empty(max_len, dtype=np.int64)
     cnt = np.empty(max_len, dtype=np.float32)
     phinorm = np.empty(max_len, dtype=np.float32)
@@ -220,9 +234,39 @@ def _minibatch_local(
             iters += _local_step(loc[:n], cnt[:n], ebT, eb, g, alpha, max_iters, tol, sstats, et, s, phinorm[:n], r[:n])
         for k in range(K):
             gamma_dk[d, k] = g[k]
+    return iters
+
+
+# The local step (L1)-(L2) of one minibatch on one thread: the documents ``docs`` (local indices, in
+# order); returns the minibatch's distinct words (first-seen order), their sufficient statistics
+# sum_d n_dw phi_dwk (n_local, K) and the local iterations done. ``mark`` (W, all -1) is left as it came.
+@numba.njit(cache=True, nogil=True)
+def _minibatch_local(
+    doc_ptr, word_ids, counts, docs, lam_wk, lam_k, scale, gamma_dk, warm, alpha, beta, max_iters, tol, rng, row, mark
+):  # fmt: skip
+    K = lam_wk.shape[1]
+    words, _ = _local_words(doc_ptr, word_ids, docs, mark)
+    n_local = words.shape[0]
+    eb = np.empty((n_local, K), dtype=np.float32)
+    _expected_log_beta(words, lam_wk, lam_k, scale, beta, eb, 0, n_local)
+    sstats = np.zeros((n_local, K), dtype=np.float64)
+    iters = _local_documents(
+        doc_ptr, word_ids, counts, docs, mark, eb, gamma_dk, warm, alpha, max_iters, tol, rng, row, sstats
+    )  # fmt: skip
     for j in range(n_local):
         mark[words[j]] = -1
     return words, sstats, iters
+
+
+# out[j0:j1] = sum_t sstats[t, j0:j1] (t in order): the threads' statistics, a range of rows.
+@numba.njit(cache=True, nogil=True)
+def _sum_threads(sstats, out, j0, j1):
+    for j in range(j0, j1):
+        for k in range(out.shape[1]):
+            x = 0.0
+            for t in range(sstats.shape[0]):
+                x += sstats[t, j, k]
+            out[j, k] = x
 
 
 # (G1)-(G2): lambda - beta <- (1 - rho)(lambda - beta) + rho D/|M| sstats, on the words of sstats'
@@ -239,28 +283,6 @@ def _global_step(lam_wk, lam_k, scale, words, sstats, rho, D_total, size):
             lam_wk[w, k] += x
             lam_k[k] += x
     return scale
-
-
-# The threads' (words, sstats) of one minibatch, concatenated in thread order, as one table on the
-# union of their words (first-seen order): each word's rows summed in thread order. ``mark`` (W, all
-# -1) is left as it came.
-@numba.njit(cache=True, nogil=True)
-def _union_sum(words, sstats, mark):
-    n = 0
-    for i in range(words.shape[0]):
-        if mark[words[i]] < 0:
-            mark[words[i]] = n
-            n += 1
-    union = np.empty(n, dtype=np.int64)
-    total = np.zeros((n, sstats.shape[1]), dtype=np.float64)
-    for i in range(words.shape[0]):
-        j = mark[words[i]]
-        union[j] = words[i]
-        for k in range(sstats.shape[1]):
-            total[j, k] += sstats[i, k]
-    for j in range(n):
-        mark[union[j]] = -1
-    return union, total
 
 
 # ----------------------------------------------------------------------------
@@ -301,8 +323,7 @@ class LdaSvi(VariationalModel):
         self.gamma_dk = np.zeros((self.D, K), dtype=np.float64)
         self.scale = 1.0
         self.t = 0
-        self._marks = np.full((self.threads, W), -1, dtype=np.int64)  # one per thread
-        self._mark = self._marks[0]
+        self._mark = np.full(W, -1, dtype=np.int64)  # the minibatch's words -> local index
         self.engine = getattr(self.corpus, "engine", None)
 
     def rng_streams(self):
@@ -382,16 +403,24 @@ class LdaSvi(VariationalModel):
         corpus = (self.doc_ptr, self.word_ids, self.counts)
         if self.threads == 1:
             return _minibatch_local(*corpus, docs, *lam, *args, self._own_row(0), self._mark)
-        cuts = self._cuts(docs)
-        out = [None] * self.threads
+        # the minibatch's words and their exp{E[log beta]} (rows split among the threads), then each
+        # thread's run of the documents (about equal tokens) into its own statistics, summed in order
+        words, _ = _local_words(self.doc_ptr, self.word_ids, docs, self._mark)
+        n, K, T = len(words), self.K, self.threads
+        eb, sstats, total = np.empty((n, K), dtype=np.float32), np.zeros((T, n, K)), np.empty((n, K))
+        rows, cuts, iters = split(n, T), self._cuts(docs), [0] * T
+        self.workers.run(lambda t: _expected_log_beta(words, *lam[:3], beta, eb, rows[t], rows[t + 1]))
 
         def part(t):
             mine = docs[cuts[t] : cuts[t + 1]]
-            out[t] = _minibatch_local(*corpus, mine, *lam, *args, self._own_row(t), self._marks[t])
+            iters[t] = _local_documents(
+                *corpus, mine, self._mark, eb, self.gamma_dk, warm, alpha, *args, self._own_row(t), sstats[t]
+            )  # fmt: skip
 
         self.workers.run(part)
-        words, sstats = _union_sum(np.concatenate([x[0] for x in out]), np.concatenate([x[1] for x in out]), self._mark)
-        return words, sstats, sum(x[2] for x in out)
+        self.workers.run(lambda t: _sum_threads(sstats, total, rows[t], rows[t + 1]))
+        self._mark[words] = -1
+        return words, total, sum(iters)
 
     def log_likelihood(self):
         ll = super().log_likelihood()
