@@ -41,17 +41,17 @@ and ``phi_on``; the state arrays ``theta_bar`` and ``phi_bar`` are the same matr
 8 to a byte along each row, as checkpoints hold them). Threads add three K-vectors each.
 
 Threads (--threads T > 1; docs/models/lida.md, "Threads"). (5) runs on the vocabulary-
-partitioned schedule of lda-gibbs (Yan, Xu & Qi 2009): documents cut into T blocks and words
-into T runs of about N/T tokens; a sweep is T rounds, and in round r thread t samples the
-tokens of its documents whose words are in run (t + r) mod T. No two threads touch the same
-document's z or n_dk, or the same word's n_vk, so those are exact: only the topic totals n_k
-are shared, each thread sampling against its own copy and the copies' changes summed after
-every round. The zero / non-zero state of n_dk and n_vk, which decides which activations (6)
-and (7) may switch off, is therefore exactly that of z. (6) runs on the document blocks
-against per-thread copies of m_k, (7) on T ranges of words against per-thread copies of V_k,
-both summed back after the phase; the nonparametric (9) hands out topic slots and φ̄ columns
-shared by every document and stays on one thread (a few ms). Thread t draws from rng row t;
-T = 1 runs the serial kernels, unchanged.
+partitioned schedule of lda-gibbs (Yan, Xu & Qi 2009): documents cut into T blocks of about
+N/T tokens and words into T runs of about equal cost (_word_runs); a sweep is T rounds, and
+in round r thread t samples the tokens of its documents whose words are in run (t + r) mod
+T. No two threads touch the same document's z or n_dk, or the same word's n_vk, so those are
+exact: only the topic totals n_k are shared, each thread sampling against its own copy and
+the copies' changes summed after every round. The zero / non-zero state of n_dk and n_vk,
+which decides which activations (6) and (7) may switch off, is therefore exactly that of z.
+(6) runs on the document blocks against per-thread copies of m_k, (7) on T ranges of words
+against per-thread copies of V_k, both summed back after the phase; the nonparametric (9)
+hands out topic slots and φ̄ columns shared by every document and stays on one thread (a few
+ms). Thread t draws from rng row t; T = 1 runs the serial kernels, unchanged.
 """
 
 import numpy as np
