@@ -50,6 +50,7 @@ estimate and the step's token count.
 """
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -216,6 +217,7 @@ class Model:
         workers = self.__dict__.get("_workers")
         if workers is None or workers.threads != self.threads:
             workers = self._workers = Workers(self.threads)
+            weakref.finalize(self, workers.close)  # the threads end with the model
         return workers
 
     def state(self):
