@@ -70,6 +70,7 @@ import numba
 import numpy as np
 
 from ...kernels.rng import uniform
+from ...threads import barrier_wait
 
 
 def topic_bits(K):
@@ -468,6 +469,58 @@ def sample_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0,
             cache[slot + nnz] = 0
         slot += cap
     rng[row, :] = gen[0, :]
+
+
+# One thread's whole partitioned sweep, its rounds separated by a pthread barrier inside the
+# kernel (topictool/threads.py), so the sweep is one Workers.run however many rounds it has.
+# The topic totals are double-buffered: in a round with parity p thread t samples against
+# totals[p, t]; after the barrier every thread reads all the copies of buffer p and writes the
+# reconciled totals into its own copy in buffer 1 - p (thread 0 also into base[1 - p]). Nobody
+# writes buffer p again before everyone has passed the next barrier, i.e. has finished reading it.
+@numba.njit(cache=True, nogil=True)
+def sweep_partitioned_thread(
+    t, token_ptr, words, z, tw_ptr, tw, totals, base, alpha, beta, rng, chunk_ptr, word_ptr, cache, cursor, barrier, TB
+):
+    """Thread t's cells of every chunk and round; returns the parity of the final totals."""
+    T = chunk_ptr.shape[0]
+    S = chunk_ptr.shape[1] - 1
+    K = base.shape[1]
+    address = barrier.ctypes.data
+    p = 0
+    for c in range(S):
+        for r in range(T):
+            b = (t + r) % T
+            sample_cell(
+                token_ptr,
+                words,
+                z,
+                tw_ptr,
+                tw,
+                totals[p, t],
+                alpha,
+                beta,
+                rng,
+                t,
+                chunk_ptr[t, c],
+                chunk_ptr[t, c + 1],
+                word_ptr[b],
+                word_ptr[b + 1],
+                r == 0,
+                cache[t],
+                cursor[t],
+                TB,
+            )
+            barrier_wait(address)
+            q = 1 - p
+            for k in range(K):
+                total = base[p, k] * (1 - T)
+                for j in range(T):
+                    total += totals[p, j, k]
+                totals[q, t, k] = total
+                if t == 0:
+                    base[q, k] = total
+            p = q
+    return p
 
 
 @numba.njit(cache=True, nogil=True)

@@ -62,6 +62,7 @@ from ...errors import InputError
 from ...kernels.dirichlet_opt import doc_topic_histograms, learn_parameters, learn_symmetric_concentration
 from ...kernels.rng import make_streams
 from ...snapshot import Snapshot, doc_topic_csr
+from ...threads import BARRIERS, Barrier
 from ..base import NONNEGATIVE, PRIOR, Model, doc_topic_counts
 from . import kernels as kern
 
@@ -163,6 +164,7 @@ class LdaGibbs(Model):
         self.partitioned = threads > 1 and self.opts["schedule"] == "partition"
         if threads > 1:
             self.n_k_local = np.zeros((threads, self.K), dtype=np.int32)
+        self._barrier = None  # the partitioned sweep's, made on first use
         if self.partitioned:
             self._allocate_cells()
         elif threads > 1:
@@ -282,8 +284,44 @@ class LdaGibbs(Model):
         }
 
     def _sweep_partitioned(self):
-        """T rounds per chunk; round r: thread t samples (its chunk, word block (t + r) mod T)."""
+        """T rounds per chunk; round r: thread t samples (its chunk, word block (t + r) mod T).
+        With POSIX barriers each thread runs all its rounds in one kernel call, waiting for the
+        others between rounds inside the kernel; else one Workers.run per round."""
         T = self.threads
+        if BARRIERS:
+            if self._barrier is None:
+                self._barrier = Barrier(T)
+                self._totals = np.zeros((2, T, self.K), dtype=np.int32)
+                self._base = np.zeros((2, self.K), dtype=np.int32)
+            self._totals[0] = self.n_k
+            self._base[0] = self.n_k
+            parity = [0] * T
+
+            def thread(t):
+                parity[t] = kern.sweep_partitioned_thread(
+                    t,
+                    self.token_ptr,
+                    self.words,
+                    self.z,
+                    self.tw_ptr,
+                    self.tw,
+                    self._totals,
+                    self._base,
+                    self.alpha,
+                    self.beta,
+                    self.rng,
+                    self.chunk_ptr,
+                    self.word_ptr,
+                    self.cache,
+                    self.cursor,
+                    self._barrier.memory,
+                    self.TB,
+                )
+
+            self.workers.run(thread)
+            self.n_k[:] = self._base[parity[0]]
+            self.n_k_local[:] = self.n_k
+            return
         S = self.chunk_ptr.shape[1] - 1
         for c in range(S):
             for r in range(T):
