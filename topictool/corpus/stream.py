@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import store
+from ..errors import InputError
 from .corpus import Corpus
 
 #: (word id, count) rows per chunk of pass 2 and of the writers: ~60 bytes a row of temporaries at most
@@ -86,7 +87,7 @@ def _worker_batch(texts):
 
 
 def _batches(sources):
-    """(names, texts, kinds) batches of about BATCH_CHARS of text, in reading order."""
+    """(names, texts, is-file flags) batches of about BATCH_CHARS of text, in reading order."""
     names, texts, files, size = [], [], [], 0
     for source in sources:
         for name, text in source:
@@ -115,7 +116,7 @@ def tokenised(sources, pattern, stop, threads=1):
         return
     import multiprocessing
 
-    # spawn: a fresh interpreter per worker (no inherited locks or open files of this process)
+    # spawn: a fresh interpreter per worker (fork hung once here when the pool was stopped early)
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(threads, initializer=_worker_init, initargs=(pattern, stop)) as pool:
         pending = deque()
@@ -231,7 +232,10 @@ class Column:
             return self.array[lo:hi]
         with open(self.path, "rb") as f:
             f.seek(4 * int(lo))
-            return np.fromfile(f, dtype=np.int32, count=int(hi - lo))
+            a = np.fromfile(f, dtype=np.int32, count=int(hi - lo))
+        if len(a) != hi - lo:  # the scratch file was cut short (removed or truncated meanwhile)
+            raise InputError(f"scratch file ends early ({len(a):,} of {int(hi - lo):,} rows)", self.path)
+        return a
 
 
 class Part:
