@@ -410,3 +410,17 @@ def test_optimizer_survives_a_tiny_corpus():
         m.step()
     m.check_invariants()
     assert np.all(np.isfinite(m.alpha)) and np.all(m.alpha > 0) and np.isfinite(m.beta) and m.beta > 0
+
+
+def test_build_counts_in_runs_of_words_equals_one_pass(small_corpus):
+    """The count rebuild gathers runs of words in a bounded dense table; any budget (one word per
+    pass, a few, all) gives the same canonical lists."""
+    from topictool.models.lda_gibbs import kernels as kern
+
+    m = LdaGibbs(small_corpus, opts(K=7), rng_seed=1)
+    for _ in range(5):
+        m.step()
+    for budget in (28, 4 * 7 * 13, 1 << 20):
+        tw, n_k = np.zeros_like(m.tw), np.zeros_like(m.n_k)
+        kern.build_counts(m.words, m.z, m.tw_ptr, tw, n_k, m.TB, budget)
+        assert np.array_equal(tw, m.tw) and np.array_equal(n_k, m.n_k), budget

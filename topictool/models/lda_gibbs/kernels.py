@@ -93,44 +93,38 @@ def word_slots(words, W, K):
     return ptr
 
 
-# n_kw and n_k from the assignments, in the packed sorted layout of the module docstring.
+# n_kw and n_k from the assignments, in the packed sorted layout of the module docstring. The
+# counts of a run of words are gathered in a dense table of at most ``budget`` bytes, one pass
+# over the tokens per run: no per-token scratch (a sort order would cost 8 bytes a token, more
+# than the model itself holds), and one pass in all while W x K x 4 fits the budget.
 @numba.njit(cache=True, nogil=True)
-def build_counts(words, z, tw_ptr, tw, n_k, TB):
+def build_counts(words, z, tw_ptr, tw, n_k, TB, budget=1 << 24):
     """Fill tw (zeroed first) and n_k from (words, z)."""
     W = tw_ptr.shape[0] - 1
     K = n_k.shape[0]
     N = words.shape[0]
     n_k[:] = 0
     tw[:] = 0
-    # Counting sort of the tokens by word.
-    start = np.zeros(W + 1, np.int64)
-    for i in range(N):
-        start[words[i] + 1] += 1
-    for w in range(W):
-        start[w + 1] += start[w]
-    fill = start[:-1].copy()
-    order = np.empty(N, np.int64)
-    for i in range(N):
-        w = words[i]
-        order[fill[w]] = i
-        fill[w] += 1
-    scratch = np.zeros(K, np.int64)
-    seen = np.empty(K, np.int64)
+    rows = max(1, min(W, budget // (4 * K)))
+    dense = np.zeros(rows * K, np.int32)
     buf = np.empty(K, tw.dtype)
-    for w in range(W):
-        m = 0
-        for j in range(start[w], start[w + 1]):
-            k = z[order[j]]
-            if scratch[k] == 0:
-                seen[m] = k
-                m += 1
-            scratch[k] += 1
-        for j in range(m):
-            k = seen[j]
-            buf[j] = (scratch[k] << TB) | k
-            n_k[k] += scratch[k]
-            scratch[k] = 0
-        _write_sorted(tw, tw_ptr[w], tw_ptr[w + 1], buf, m)
+    for w0 in range(0, W, rows):
+        w1 = min(W, w0 + rows)
+        dense[:] = 0
+        for i in range(N):
+            w = np.int64(words[i])
+            if w0 <= w < w1:
+                dense[(w - w0) * K + z[i]] += 1
+        for w in range(w0, w1):
+            m = 0
+            o = (w - w0) * K
+            for k in range(K):
+                c = dense[o + k]
+                if c > 0:
+                    buf[m] = (np.int64(c) << TB) | k
+                    n_k[k] += c
+                    m += 1
+            _write_sorted(tw, tw_ptr[w], tw_ptr[w + 1], buf, m)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -225,8 +225,12 @@ class LdaGibbs(Model):
         if self.engine is not None:
             self._global_counts(self.tw, self.n_k)
         else:
-            kern.build_counts(self.words, self.z, self.tw_ptr, self.tw, self.n_k, self.TB)
+            kern.build_counts(self.words, self.z, self.tw_ptr, self.tw, self.n_k, self.TB, self._count_budget())
         self._share_counts()
+
+    def _count_budget(self):
+        """Bytes of dense scratch for build_counts: about 2 per token, within 1 MiB .. 64 MiB."""
+        return int(min(64 << 20, max(1 << 20, 2 * self.N)))
 
     def _share_counts(self):
         """Every thread's copies of the counts (the totals; under copy-merge n_kw too) := the counts."""
@@ -494,7 +498,7 @@ class LdaGibbs(Model):
         if self.engine is not None:
             self._global_counts(tw, n_k)
         else:
-            kern.build_counts(self.words, self.z, self.tw_ptr, tw, n_k, self.TB)
+            kern.build_counts(self.words, self.z, self.tw_ptr, tw, n_k, self.TB, self._count_budget())
         if not np.array_equal(n_k, self.n_k):
             fail("n_k disagrees with z")
         if not np.array_equal(tw, self.tw):
