@@ -20,6 +20,8 @@ Per configuration (JSON with --json FILE):
   speedup, efficiency  tokens_per_s against the same tool's one thread (efficiency: / threads)
   bytes_per_token      (peak RSS - RSS before the model was built) / training tokens
   model_bytes_per_token  the model's own numpy arrays / training tokens (topictool only)
+  array_peak_bytes_per_token  the peak of numpy's allocations from building the model to the
+                       last step (tracemalloc), temporaries included / training tokens
   perplexity           held-out document-completion perplexity (every:5 held out, topictool's
                        scorer for every tool) after the last step
 """
@@ -33,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +82,7 @@ def run_topictool(a, threads, out):
     warm.snapshot()
     del warm
     before = rss_mb()
+    tracemalloc.start()  # numpy's allocations: the model's arrays and every temporary
     t0, c0 = time.perf_counter(), time.process_time()
     m = cls(corpus, options, a.seed, threads=threads)
     tokens = 0
@@ -90,6 +94,8 @@ def run_topictool(a, threads, out):
         steady += m.step_tokens(m.step())
     t2, c2 = time.perf_counter(), time.process_time()
     peak = peak_mb()  # before the snapshot's dense phi
+    traced = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
     m.snapshot().save(out / "model.npz")
     return {
         "first_tokens_per_s": tokens / (t1 - t0) if a.first else None,
@@ -98,6 +104,7 @@ def run_topictool(a, threads, out):
         "first_cpu": c1 - c0,
         "bytes_per_token": (peak - before) * 2**20 / corpus.N,
         "model_bytes_per_token": array_bytes(m) / corpus.N,
+        "array_peak_bytes_per_token": traced / corpus.N,
         "N": corpus.N,
         "log_likelihood_per_token": m.log_likelihood() / corpus.N,
     }
@@ -242,6 +249,7 @@ def main():
         ("efficiency", "{:>6.2f}"),
         ("cpu_per_step", "{:>8.3f}"),
         ("bytes_per_token", "{:>7.2f}"),
+        ("array_peak_bytes_per_token", "{:>7.2f}"),
         ("perplexity", "{:>9.2f}"),
     ]
     print(" ".join(f"{name[:10]:>10}" for name, _ in cols))

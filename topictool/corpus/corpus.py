@@ -3,6 +3,7 @@
 import hashlib
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from ..errors import InputError
@@ -41,14 +42,18 @@ class Corpus:
 
     def doc_lengths(self):
         """Tokens per document, int64 (D)."""
-        c = np.concatenate([[0], np.cumsum(self.counts, dtype=np.int64)])
-        return c[self.doc_ptr[1:]] - c[self.doc_ptr[:-1]]
+        lengths = np.zeros(self.D, dtype=np.int64)
+        _row_sums(self.doc_ptr, self.counts, lengths)
+        return lengths
 
-    def tokens(self):
-        """Tokens expanded in document order: (token_ptr int64 (D+1), words int32 (N))."""
-        words = np.repeat(self.word_ids, self.counts).astype(np.int32, copy=False)
+    def tokens(self, dtype=np.int32):
+        """Tokens expanded in document order: (token_ptr int64 (D+1), words (N) of ``dtype``).
+        Written straight into the result: numpy's repeat would first widen the counts to 8
+        bytes each, more than the tokens themselves take."""
         token_ptr = np.zeros(self.D + 1, dtype=np.int64)
         np.cumsum(self.doc_lengths(), out=token_ptr[1:])
+        words = np.empty(int(token_ptr[-1]), dtype=dtype)
+        _expand(self.word_ids, self.counts, words)
         return token_ptr, words
 
     def word_counts(self):
@@ -97,6 +102,24 @@ class Corpus:
         if len(self.counts) and self.counts.min() <= 0:
             raise InputError("a count is not positive", path)
         return self
+
+
+@numba.njit(cache=True, nogil=True)
+def _row_sums(doc_ptr, counts, out):
+    for d in range(doc_ptr.shape[0] - 1):
+        total = 0
+        for j in range(doc_ptr[d], doc_ptr[d + 1]):
+            total += counts[j]
+        out[d] = total
+
+
+@numba.njit(cache=True, nogil=True)
+def _expand(word_ids, counts, out):
+    i = 0
+    for j in range(word_ids.shape[0]):
+        for _ in range(counts[j]):
+            out[i] = word_ids[j]
+            i += 1
 
 
 def token_blocks(token_ptr, parts):

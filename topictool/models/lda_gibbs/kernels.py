@@ -85,9 +85,18 @@ def packed_dtype(K, max_word_frequency):
     return np.int64
 
 
+@numba.njit(cache=True, nogil=True)
+def word_frequencies(words, W):
+    """Tokens of every word, int64 (W); np.bincount would first copy the ids to 8 bytes each."""
+    freq = np.zeros(W, np.int64)
+    for i in range(words.shape[0]):
+        freq[words[i]] += 1
+    return freq
+
+
 def word_slots(words, W, K):
     """tw_ptr int64 (W+1): word w gets min(frequency, K) slots."""
-    freq = np.bincount(words, minlength=W).astype(np.int64)
+    freq = word_frequencies(words, W)
     ptr = np.zeros(W + 1, dtype=np.int64)
     np.cumsum(np.minimum(freq, K), out=ptr[1:])
     return ptr

@@ -138,22 +138,20 @@ class LdaGibbs(Model):
         return self.threads  # one stream per thread's document block
 
     def allocate(self):
-        self.token_ptr, words = self.corpus.tokens()
         # word ids in 2 bytes when the vocabulary allows: a third of the per-token memory
-        self.words = words.astype(np.uint16) if self.W <= 1 << 16 else words
-        del words
+        self.token_ptr, self.words = self.corpus.tokens(np.uint16 if self.W <= 1 << 16 else np.int32)
         threads = self.threads
         self.engine = getattr(self.corpus, "engine", None)  # MPI ranks (module docstring)
         self.z = np.zeros(self.N, dtype=np.int16 if self.K < 32768 else np.int32)
         self.TB = kern.topic_bits(self.K)
         if self.engine is None:
             self.block_ptr = token_blocks(self.token_ptr, threads)
-            max_freq = int(np.bincount(self.words, minlength=self.W).max())
+            max_freq = int(kern.word_frequencies(self.words, self.W).max())
             self.tw_ptr = kern.word_slots(self.words, self.W, self.K)
         else:
             self.block_ptr = np.asarray(self.corpus.block_ptr, dtype=np.int64)
             self.N_total = int(self.corpus.N_total)
-            freq = self.engine.sum(np.bincount(self.words, minlength=self.W).astype(np.int64))
+            freq = self.engine.sum(kern.word_frequencies(self.words, self.W))
             max_freq = int(freq.max())
             self.tw_ptr = np.zeros(self.W + 1, dtype=np.int64)
             np.cumsum(np.minimum(freq, self.K), out=self.tw_ptr[1:])
@@ -180,7 +178,7 @@ class LdaGibbs(Model):
         T, K = self.threads, self.K
         if not kern.words_ascending(self.token_ptr, self.words):
             raise RuntimeError("lda-gibbs partition schedule: a document's tokens are not in word order")
-        freq = np.bincount(self.words, minlength=self.W).astype(np.int64)
+        freq = kern.word_frequencies(self.words, self.W)
         # word blocks: runs of word ids of about N/T tokens each (a frequent word cannot be split)
         cum = np.concatenate([[0], np.cumsum(freq)])
         targets = (np.arange(T + 1, dtype=np.int64) * int(cum[-1])) // T
