@@ -198,9 +198,11 @@ class LdaGibbs(Model):
             cuts = token_blocks(self.token_ptr[d0 : d1 + 1] - self.token_ptr[d0], S) + d0
             self.chunk_ptr[t] = cuts
             need = max(need, int(np.max(slots[cuts[1:]] - slots[cuts[:-1]], initial=1)))
-        self.cache = np.zeros((T, need), dtype=dtype)
         docs = int(np.max(self.chunk_ptr[:, 1:] - self.chunk_ptr[:, :-1], initial=1))
-        self.cursor = np.zeros((T, docs), dtype=np.int32 if lengths.max(initial=0) < 2**31 else np.int64)
+        cursor = np.int32 if lengths.max(initial=0) < 2**31 else np.int64
+        # made at the first sweep, after the count rebuild's scratch is gone (a lower peak)
+        self._cells = ((T, need), dtype, (T, docs), cursor)
+        self.cache = self.cursor = None
 
     def initialise(self):
         if self.engine is not None:  # this rank's blocks draw from their streams of the whole run
@@ -227,8 +229,8 @@ class LdaGibbs(Model):
         self._share_counts()
 
     def _count_budget(self):
-        """Bytes of dense scratch for build_counts: about 2 per token, within 1 MiB .. 64 MiB."""
-        return int(min(64 << 20, max(1 << 20, 2 * self.N)))
+        """Bytes of dense scratch for build_counts: about 1 per token, within 256 KiB .. 64 MiB."""
+        return int(min(64 << 20, max(256 << 10, self.N)))
 
     def _share_counts(self):
         """Every thread's copies of the counts (the totals; under copy-merge n_kw too) := the counts."""
@@ -290,6 +292,10 @@ class LdaGibbs(Model):
         With POSIX barriers each thread runs all its rounds in one kernel call, waiting for the
         others between rounds inside the kernel; else one Workers.run per round."""
         T = self.threads
+        if self.cache is None:
+            cache_shape, cache_dtype, cursor_shape, cursor_dtype = self._cells
+            self.cache = np.zeros(cache_shape, dtype=cache_dtype)
+            self.cursor = np.zeros(cursor_shape, dtype=cursor_dtype)
         if BARRIERS:
             if self._barrier is None:
                 self._barrier = Barrier(T)
