@@ -27,7 +27,8 @@ id (the corpus stores them so), so its tokens in a word block are one run. Its n
 survive between rounds: the thread keeps its documents' counts packed in a cache of
 min(length, K) slots per document; to bound that cache (about a byte per token in all) a
 thread's documents are processed in S chunks of T rounds each. Round after round the threads
-wait for each other (a barrier per round, topictool.threads.Workers), and each thread draws
+wait for each other: a POSIX barrier inside the kernel, so that a sweep is one Workers.run
+(where the C library lacks POSIX barriers, one Workers.run per round), and each thread draws
 from its own random stream, so the same (seed, threads) gives the same model.
 
 ``schedule=copy-merge`` is AD-LDA (Newman et al. 2009, Mallet's WorkerRunnable): every thread
