@@ -698,7 +698,7 @@ def change_records(words, z_prev, z, K, out):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _slot_decrement(tw, base, cap, k, mask, one):
-    """n_kw -= 1 in word w's sorted slots (the slot of topic k must exist). sample_block does the
+    """n_kw -= 1 in word w's sorted slots (the slot of topic k must exist). _sample_tokens does the
     same inside its pass over the slots, on purpose: there it is fused with the q sum."""
     j = 0
     while (tw[base + j] & mask) != k or tw[base + j] == 0:
