@@ -204,24 +204,9 @@ def e_step(
     x = np.empty((U, K), dtype=np.float64)
     exp_shifted(elog_wk, shift, x, 0, U)
     e_step_docs(
-        ptr,
-        wid,
-        cnt,
-        x,
-        shift,
-        alpha,
-        alpha_beta,
-        theta,
-        init_theta,
-        max_iter,
-        tol,
-        sstats,
-        phi_out,
-        doc_elbo,
-        doc_iters,
-        0,
-        S,
-    )
+        ptr, wid, cnt, x, shift, alpha, alpha_beta, theta, init_theta, max_iter, tol, sstats, phi_out, doc_elbo,
+        doc_iters, 0, S,
+    )  # fmt: skip
 
 
 # e_step's prologue for words u0..u1-1: x[u, k] = exp(E[log phi_kw] - shift[u]), shift[u] = max_k E[log phi_kw].
@@ -242,24 +227,9 @@ def exp_shifted(elog_wk, shift, x, u0, u1):
 # their rows of theta, phi_out, doc_elbo, doc_iters and adds to sstats, which a thread owns.
 @numba.njit(cache=True, nogil=True)
 def e_step_docs(
-    ptr,
-    wid,
-    cnt,
-    x,
-    shift,
-    alpha,
-    alpha_beta,
-    theta,
-    init_theta,
-    max_iter,
-    tol,
-    sstats,
-    phi_out,
-    doc_elbo,
-    doc_iters,
-    j0,
-    j1,
-):
+    ptr, wid, cnt, x, shift, alpha, alpha_beta, theta, init_theta, max_iter, tol, sstats, phi_out, doc_elbo, doc_iters,
+    j0, j1,
+):  # fmt: skip
     K = x.shape[1]
     keep_phi = phi_out.shape[0] == wid.shape[0]
     e = np.empty(K, dtype=np.float64)
@@ -459,6 +429,8 @@ def beta_objective_docs(ab, n, j0, j1, g):
 
 # psi'(x) for x > 0: the recurrence up to x >= 6, then the asymptotic series (relative error
 # below 1e-10; only the Newton steps of alpha use it, as the direction of a guarded step).
+# Not variational.sticks.trigamma on purpose: that one has one more term and another evaluation
+# order, so sharing it would change the bits of threaded hdp-batch's alpha (model.newton_alpha_threaded).
 @numba.njit(cache=True, nogil=True)
 def _trigamma(x):
     r = 0.0

@@ -163,6 +163,17 @@ def _responsibility(n_dk_d, api, nkw_w, nk, scale, beta, Vbeta, q):
         q[k] *= inv
 
 
+# (B2) for a token of weight ``weight`` with responsibilities q: n_dk_d (K, document d's row) <- c n_dk_d
+# + (1 - c) n_d q at step td of the document. Returns td + weight. (``_document`` and ``_document_view``.)
+@numba.njit(cache=True, nogil=True, inline="always")
+def _document_step(n_dk_d, q, n_d, s_d, tau_d, kappa, td, weight):
+    c = kern.keep_fraction(s_d, tau_d, kappa, td, weight)
+    f = (1.0 - c) * n_d
+    for k in range(q.shape[0]):
+        n_dk_d[k] = c * n_dk_d[k] + f * q[k]
+    return td + weight
+
+
 # Document d: burn_in passes of (B1)-(B2), then the final one, which also applies (B3) token by
 # token (``batch`` false) or adds the document's statistics into acc, acc_k (words marked in mark,
 # touched); prod[k] = prod_i (1 - q_ik) of the final pass. Returns (scale, t_c, n_touched).
@@ -187,11 +198,7 @@ def _document(
                 n_touched = kern.touch(mark, touched, n_touched, w)
             for _r in range(reps):
                 _responsibility(n_dk[d], api, nkw[w], nk, scale, beta, Vbeta, q)  # (B1)
-                c = kern.keep_fraction(s_d, tau_d, kappa, td, weight)  # (B2)
-                f = (1.0 - c) * n_d
-                for k in range(K):
-                    n_dk[d, k] = c * n_dk[d, k] + f * q[k]
-                td += weight
+                td = _document_step(n_dk[d], q, n_d, s_d, tau_d, kappa, td, weight)  # (B2)
                 if not final:
                     continue
                 if batch:
@@ -331,6 +338,9 @@ ROUND_DOCS = 64
 # (B3) steps (cb, their product) plus its own additions (cd dwk: dwk and dk rows of the words in
 # touched, marked in mark). cd is folded into dwk when it falls below RESCALE_BELOW (as
 # ``decay_scaled``). Returns (t_c, n_touched); prod as in ``_document``.
+# The pass and token loops repeat ``_document``'s on purpose (as do scvb0._scvb0_docs's, a different
+# algorithm): (B1) and (B3) here work on the view, and one loop for both would branch on the mode
+# in the innermost loop of the hot path; the shared step (B2) is ``_document_step``.
 @numba.njit(cache=True, nogil=True)
 def _document_view(
     d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, view, dwk, dk, mark, touched, n_touched, api, q, prod,
@@ -363,11 +373,7 @@ def _document_view(
                 inv = 1.0 / total
                 for k in range(K):
                     q[k] *= inv
-                c = kern.keep_fraction(s_d, tau_d, kappa, td, weight)  # (B2)
-                f = (1.0 - c) * n_d
-                for k in range(K):
-                    n_dk[d, k] = c * n_dk[d, k] + f * q[k]
-                td += weight
+                td = _document_step(n_dk[d], q, n_d, s_d, tau_d, kappa, td, weight)  # (B2)
                 if not final:
                     continue
                 c = kern.keep_fraction(s_c, tau_c, kappa, t_c, weight)  # (B3) on the view

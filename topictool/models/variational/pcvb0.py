@@ -75,44 +75,17 @@ ROUNDS = 8
 # kernels
 
 
-# One batch sweep (P1)-(P2) over all documents; adds sum_d E_dk into E_sum (K) and returns sum_{d,k} E_dk.
+# One batch sweep (P1)-(P2) over all documents: ``_pcvb0_part`` over documents 0..D-1 on the tables
+# themselves (its list of touched words unused). Adds sum_d E_dk into E_sum (K); returns sum_{d,k} E_dk.
 @numba.njit(cache=True, nogil=True)
 def _pcvb0_sweep(unit_ptr, unit_words, unit_counts, q, n_dk, n_wk, n_k, alpha_pi, beta, E_sum):
     D = unit_ptr.shape[0] - 1
-    V, K = n_wk.shape
-    Vbeta = V * beta
-    x = np.empty(K, dtype=np.float64)
-    prod = np.empty(K, dtype=np.float64)
-    E_total = 0.0
-    for d in range(D):
-        if unit_ptr[d + 1] == unit_ptr[d]:
-            continue
-        for k in range(K):
-            prod[k] = 1.0
-        for i in range(unit_ptr[d], unit_ptr[d + 1]):
-            w = unit_words[i]
-            m = unit_counts[i]
-            total = 0.0
-            for k in range(K):  # (P1)
-                qo = np.float64(q[i, k])
-                a = max(n_dk[d, k] - qo, 0.0)
-                b = max(n_wk[w, k] - qo, 0.0)
-                c = max(n_k[k] - qo, 0.0)
-                x[k] = (a + alpha_pi[k]) * (b + beta) / (c + Vbeta)
-                total += x[k]
-            inv = 1.0 / total
-            for k in range(K):
-                qn = np.float32(x[k] * inv)
-                diff = m * (np.float64(qn) - np.float64(q[i, k]))
-                q[i, k] = qn
-                n_dk[d, k] += diff
-                n_wk[w, k] += diff
-                n_k[k] += diff
-                prod[k] = kern.absent(prod[k], np.float64(qn), m)
-        for k in range(K):  # (P2)
-            e = 1.0 - prod[k]
-            E_sum[k] += e
-            E_total += e
+    V = n_wk.shape[0]
+    mark = np.full(V, -1, dtype=np.int64)
+    touched = np.empty(V, dtype=np.int64)
+    E_total, _ = _pcvb0_part(
+        unit_ptr, unit_words, unit_counts, 0, D, q, n_dk, n_wk, n_k, mark, touched, alpha_pi, beta, E_sum
+    )
     return E_total
 
 

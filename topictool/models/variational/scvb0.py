@@ -62,6 +62,9 @@ from .common import VariationalModel
 # touched listed in touched, marked in mark). Writes n_theta's rows of these documents only and
 # reads the shared tables only, so threads may run it on disjoint runs of documents at once.
 # Returns (n_touched, tokens).
+# The burn-in, clumping and touch loop is the same as pcsvb0._document_view's, around different
+# updates (SCVB0's (F1)-(F2), no sticks and no per-token (B3)): kept apart so each inner loop stays
+# branch-free.
 @numba.njit(cache=True, nogil=True)
 def _scvb0_docs(
     doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_theta, phi_wk, scale, inv_nz, acc, acc_z, mark, touched,
