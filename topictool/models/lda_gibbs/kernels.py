@@ -69,6 +69,7 @@ import math
 import numba
 import numpy as np
 
+from ...kernels.partition import first_at_least as _first_at_least
 from ...kernels.rng import uniform
 from ...threads import barrier_wait
 
@@ -398,18 +399,6 @@ def sample_block(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0
 # of O(length) to recount.
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _first_at_least(words, a, b, w):
-    """The first i in [a, b) with words[i] >= w (b if none); words[a:b] ascending."""
-    while a < b:
-        m = (a + b) >> 1
-        if words[m] < w:
-            a = m + 1
-        else:
-            b = m
-    return a
-
-
 @numba.njit(cache=True, nogil=True)
 def sample_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, fresh, cache, cursor, TB):
     """Resample the tokens of documents [d0, d1) whose word is in [w0, w1), against n_k (this
@@ -538,16 +527,6 @@ def reconcile_totals(n_k, n_k_local):
         n_k[k] = total
         for t in range(T):
             n_k_local[t, k] = total
-
-
-@numba.njit(cache=True, nogil=True)
-def words_ascending(token_ptr, words):
-    """True when every document's tokens are in ascending word order (the cells' premise)."""
-    for d in range(token_ptr.shape[0] - 1):
-        for i in range(token_ptr[d] + 1, token_ptr[d + 1]):
-            if words[i] < words[i - 1]:
-                return False
-    return True
 
 
 # ---------------------------------------------------------------------------------------------

@@ -61,6 +61,7 @@ import numpy as np
 from ...corpus.corpus import token_blocks
 from ...errors import InputError
 from ...kernels.dirichlet_opt import doc_topic_histograms, learn_parameters, learn_symmetric_concentration
+from ...kernels.partition import words_ascending
 from ...kernels.rng import make_streams
 from ...snapshot import Snapshot, doc_topic_csr
 from ...threads import BARRIERS, Barrier
@@ -177,7 +178,7 @@ class LdaGibbs(Model):
     def _allocate_cells(self):
         """The partition schedule's word blocks, chunks and n_dk caches (module docstring)."""
         T, K = self.threads, self.K
-        if not kern.words_ascending(self.token_ptr, self.words):
+        if not words_ascending(self.token_ptr, self.words):
             raise RuntimeError("lda-gibbs partition schedule: a document's tokens are not in word order")
         freq = kern.word_frequencies(self.words, self.W)
         # word blocks: runs of word ids of about N/T tokens each (a frequent word cannot be split)

@@ -72,6 +72,8 @@ import math
 import numba
 import numpy as np
 
+from ...kernels.partition import first_at_least
+from ...kernels.partition import words_ascending as words_ascending  # re-exported: the model's check
 from ...kernels.rng import randint, uniform, xoshiro_step
 
 # Exact fallback after this many rejected draws of one token (see the module docstring).
@@ -132,26 +134,14 @@ def activation_conditional(m_other, n_other, a, b, active_other, conc, n):
 
 
 # ----------------------------------------------------------------------------------------
-# per-word topic lists (n_vk), sorted by topic
-
-
-@numba.njit(cache=True, nogil=True)
-def _list_find(tw_topic, s, e, k):
-    """First slot in [s, e) whose topic is >= k (binary search; topics ascending)."""
-    while s < e:
-        mid = (s + e) >> 1
-        if tw_topic[mid] < k:
-            s = mid + 1
-        else:
-            e = mid
-    return s
+# per-word topic lists (n_vk), sorted by topic (a topic's slot found by first_at_least)
 
 
 @numba.njit(cache=True, nogil=True)
 def _list_add(tw_ptr, tw_topic, tw_count, tw_len, v, k):
     s = tw_ptr[v]
     e = s + tw_len[v]
-    j = _list_find(tw_topic, s, e, k)
+    j = first_at_least(tw_topic, s, e, k)
     if j < e and tw_topic[j] == k:
         tw_count[j] += 1
         return
@@ -219,54 +209,13 @@ def count_violations(token_ptr, words, z, theta_bar, phi_bar):
 # topics
 
 
-# Eq. (5): one Gibbs sweep over every token's topic, restricted to the active pairs.
+# Eq. (5), one Gibbs sweep restricted to the active pairs, over one cell: the tokens of
+# documents d0..d1-1 whose words are in w0..w1-1 (the whole corpus, 0..D-1 and 0..W-1, on one
+# thread; a cell of the threads' schedule otherwise). n_dk counts every token of the document,
+# so the caller must own the documents' whole z while this runs. (Its parameter list only looks
+# like that of evaluate/plain.py's _fold_in_and_score: a different kernel, nothing to share.)
 @numba.njit(cache=True, nogil=True)
 def sweep_topics(
-    token_ptr, words, z, theta_bar, phi_bar, tw_ptr, tw_topic, tw_count, tw_len, n_k, V_k, alpha, beta, rng
-):
-    """Resample z in document order (bucket sampler of the module docstring). Returns the
-    number of rejected draws."""
-    D = token_ptr.shape[0] - 1
-    W = phi_bar.shape[0]
-    return sweep_cell(
-        0,
-        D,
-        0,
-        W,
-        token_ptr,
-        words,
-        z,
-        theta_bar,
-        phi_bar,
-        tw_ptr,
-        tw_topic,
-        tw_count,
-        tw_len,
-        n_k,
-        V_k,
-        alpha,
-        beta,
-        rng,
-    )
-
-
-# First token in [lo, hi) whose word is >= w (a document's tokens are in ascending word order).
-@numba.njit(cache=True, nogil=True)
-def _first_word_at_least(words, lo, hi, w):
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if words[mid] < w:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-# Eq. (5) over one cell: the tokens of documents d0..d1-1 whose words are in w0..w1-1 (the
-# whole corpus for sweep_topics; a cell of the threads' schedule otherwise). n_dk counts every
-# token of the document, so the caller must own the documents' whole z while this runs.
-@numba.njit(cache=True, nogil=True)
-def sweep_cell(
     d0,
     d1,
     w0,
@@ -286,6 +235,8 @@ def sweep_cell(
     beta,
     rng,
 ):
+    """Resample z of the cell in document order (bucket sampler of the module docstring).
+    Returns the number of rejected draws."""
     W = phi_bar.shape[0]
     K = n_k.shape[0]
     n_dk = np.zeros(K, dtype=np.int64)
@@ -303,9 +254,9 @@ def sweep_cell(
         if hi == lo:
             continue
         if w0 > 0:  # the cell's tokens: one run, the document's tokens being in word order
-            lo = _first_word_at_least(words, lo, hi, w0)
+            lo = first_at_least(words, lo, hi, w0)
         if w1 < W:
-            hi = _first_word_at_least(words, lo, hi, w1)
+            hi = first_at_least(words, lo, hi, w1)
         if hi == lo:
             continue
         for i in range(token_ptr[d], token_ptr[d + 1]):
@@ -338,7 +289,7 @@ def sweep_cell(
             n_k[k] -= 1
             s = tw_ptr[v]
             L = tw_len[v]
-            j_old = _list_find(tw_topic, s, s + L, k)
+            j_old = first_at_least(tw_topic, s, s + L, k)
             tw_count[j_old] -= 1  # a slot left at 0 stays until the new topic is placed
             k_old = k
             den = beta * V_k[k] + n_k[k]
@@ -780,76 +731,10 @@ def expected_log_likelihood(doc_ptr, word_ids, counts, theta, phi_wk):
 
 
 # ----------------------------------------------------------------------------------------
-# threads (LidaGibbs._step_threads): (5) on the vocabulary-partitioned schedule (Yan, Xu & Qi
-# 2009), (6) on blocks of documents and (7) on ranges of words, each thread against its own
-# copy of the totals shared across its part (n_k, m_k, V_k), the copies' changes summed after.
-
-
-# True when every document's tokens are in ascending word order (a cell is then one run).
-@numba.njit(cache=True, nogil=True)
-def words_ascending(token_ptr, words):
-    for d in range(token_ptr.shape[0] - 1):
-        for i in range(token_ptr[d] + 1, token_ptr[d + 1]):
-            if words[i] < words[i - 1]:
-                return False
-    return True
-
-
-# One round of (5), thread t: its cell (documents d0..d1-1, words w0..w1-1) against its own
-# copy of n_k, taken from the global totals; when theta_step (its last round: its documents'
-# z are final), then (6) over the same documents against its own copy of m_k.
-@numba.njit(cache=True, nogil=True)
-def round_cell(
-    d0,
-    d1,
-    w0,
-    w1,
-    token_ptr,
-    words,
-    z,
-    theta_bar,
-    phi_bar,
-    tw_ptr,
-    tw_topic,
-    tw_count,
-    tw_len,
-    n_k,
-    V_k,
-    m_k,
-    loc_n_k,
-    loc_m_k,
-    alpha,
-    beta,
-    a,
-    b,
-    theta_step,
-    rng,
-):
-    loc_n_k[:] = n_k
-    rejections = sweep_cell(
-        d0,
-        d1,
-        w0,
-        w1,
-        token_ptr,
-        words,
-        z,
-        theta_bar,
-        phi_bar,
-        tw_ptr,
-        tw_topic,
-        tw_count,
-        tw_len,
-        loc_n_k,
-        V_k,
-        alpha,
-        beta,
-        rng,
-    )
-    if theta_step:
-        loc_m_k[:] = m_k
-        resample_theta_bar_docs(d0, d1, token_ptr, z, theta_bar, loc_m_k, alpha, a, b, rng)
-    return rejections
+# threads (LidaGibbs._step_threads): (5) by sweep_topics on the cells of the vocabulary-
+# partitioned schedule (Yan, Xu & Qi 2009; kernels/partition.py), (6) by resample_theta_bar_docs
+# on blocks of documents and (7) on ranges of words, each thread against its own copy of the
+# totals shared across its part (n_k, m_k, V_k), the copies' changes summed after.
 
 
 # (7) over one range of words, thread t, against its own copy of V_k (a word's φ̄ row and m_v

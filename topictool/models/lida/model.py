@@ -220,6 +220,26 @@ class LidaGibbs(Model):
             return (self.m_k > 0).astype(np.uint8)
         return np.ones(self.K, dtype=np.uint8)
 
+    def _topic_args(self, n_k, rng):
+        """sweep_topics' arguments after the cell: the tokens and z, θ̄ and φ̄, the word lists,
+        n_k (the totals, or a thread's copy), V_k, α, β and the random stream."""
+        return (
+            self.token_ptr,
+            self.words,
+            self.z,
+            self.theta_on,
+            self.phi_on,
+            self.tw_ptr,
+            self.tw_topic,
+            self.tw_count,
+            self.tw_len,
+            n_k,
+            self.V_k,
+            self.alpha,
+            self.beta,
+            rng,
+        )
+
     def _phi_bar_args(self):
         """The arguments resample_phi_bar and phi_bar_expectation share: the word lists, φ̄ and
         its totals, the topics in use and their number, β and the Beta prior of κ."""
@@ -245,22 +265,7 @@ class LidaGibbs(Model):
         """One iteration: z by (5), θ̄ by (6) or (9), φ̄ by (7)."""
         if self.threads > 1:
             return self._step_threads()
-        rejections = kern.sweep_topics(
-            self.token_ptr,
-            self.words,
-            self.z,
-            self.theta_on,
-            self.phi_on,
-            self.tw_ptr,
-            self.tw_topic,
-            self.tw_count,
-            self.tw_len,
-            self.n_k,
-            self.V_k,
-            self.alpha,
-            self.beta,
-            self.rng,
-        )
+        rejections = kern.sweep_topics(0, self.D, 0, self.W, *self._topic_args(self.n_k, self.rng))
         metrics = {}
         if self.sparse_theta:
             if self.nonparametric:
@@ -314,32 +319,15 @@ class LidaGibbs(Model):
 
             def cell(t, r=r):
                 u = (t + r) % T
-                rejections[t] += kern.round_cell(
-                    int(bp[t]),
-                    int(bp[t + 1]),
-                    int(cw[u]),
-                    int(cw[u + 1]),
-                    self.token_ptr,
-                    self.words,
-                    self.z,
-                    self.theta_on,
-                    self.phi_on,
-                    self.tw_ptr,
-                    self.tw_topic,
-                    self.tw_count,
-                    self.tw_len,
-                    self.n_k,
-                    self.V_k,
-                    self.m_k,
-                    self.loc_n_k[t],
-                    self.loc_m_k[t],
-                    self.alpha,
-                    self.beta,
-                    self.a,
-                    self.b,
-                    finite_theta and r == T - 1,
-                    self.rng[t : t + 1],
-                )
+                d0, d1, rng = int(bp[t]), int(bp[t + 1]), self.rng[t : t + 1]
+                loc_n_k, loc_m_k = self.loc_n_k[t], self.loc_m_k[t]
+                loc_n_k[:] = self.n_k
+                rejections[t] += kern.sweep_topics(d0, d1, int(cw[u]), int(cw[u + 1]), *self._topic_args(loc_n_k, rng))
+                if finite_theta and r == T - 1:
+                    loc_m_k[:] = self.m_k
+                    kern.resample_theta_bar_docs(
+                        d0, d1, self.token_ptr, self.z, self.theta_on, loc_m_k, self.alpha, self.a, self.b, rng
+                    )
 
             self.workers.run(cell)
             self.n_k += _summed_change(self.loc_n_k, self.n_k)
