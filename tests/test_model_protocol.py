@@ -80,3 +80,21 @@ def test_refuses_what_it_does_not_support(toy, corpus, tmp_path):
     assert r.exit_code == 2 and "alpha" in r.stderr and not (tmp_path / "a").exists()
     with pytest.raises(ValueError):
         registry.register(toy, DocumentMixture)
+
+
+def test_memory_estimate_counts_the_threads_own_tables():
+    """Families whose threads hold their own topic-word tables (the variational and online HDP
+    statistics, lda-gibbs's copy-merge copies) ask for that memory before anything is allocated;
+    lda-gibbs's partitioned schedule shares one table."""
+    from topictool.models import registry
+
+    D, W, N = 1000, 50_000, 1_000_000
+    for name in ("lda-scvb0", "hdp-pcsvb0", "hdp-online"):
+        cls = registry.get(name)
+        one, many = cls.memory_estimate(D, W, N, {"K": 100}, 1), cls.memory_estimate(D, W, N, {"K": 100}, 16)
+        assert many - one >= 16 * 8 * 100 * W, name
+    lda = registry.get("lda-gibbs")
+    shared = lda.memory_estimate(D, W, N, {"K": 100, "schedule": "partition"}, 16)
+    assert shared == lda.memory_estimate(D, W, N, {"K": 100}, 1)
+    copies = lda.memory_estimate(D, W, N, {"K": 100, "schedule": "copy-merge"}, 16)
+    assert copies - shared == 16 * 4 * N

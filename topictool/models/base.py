@@ -116,6 +116,8 @@ class Model:
     aliases: dict = {}
     #: bytes each (document, topic) cell takes where a model keeps doc-topic tables dense
     doc_topic_bytes = 0
+    #: bytes each thread holds per (topic, word) cell of its own tables (statistics, copies)
+    thread_topic_word_bytes = 0
     STATE_VERSION = 1
     state_arrays: tuple = ()
     state_scalars: dict = {}
@@ -304,9 +306,11 @@ class Model:
     def memory_estimate(cls, D, W, N, options, threads=1):
         """A lower bound of the bytes training allocates: tokens (word id and topic),
         the word-topic counts (int32) and the snapshot's phi (float64), dense
-        doc-topic tables where the model has them."""
+        doc-topic tables where the model has them, and the threads' own topic-word tables
+        (thread_topic_word_bytes per cell and thread)."""
         K = int(options.get("K", 1))
-        return 8 * N + 12 * K * W + cls.doc_topic_bytes * D * K
+        per_thread = cls.thread_topic_word_bytes * K * W if int(threads) > 1 else 0
+        return 8 * N + 12 * K * W + cls.doc_topic_bytes * D * K + int(threads) * per_thread
 
     @classmethod
     def check_size(cls, corpus, options, threads=1):

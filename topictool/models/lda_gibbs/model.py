@@ -128,6 +128,13 @@ class LdaGibbs(Model):
     state_arrays = ("z", "alpha")
     state_scalars = {"beta": float}
 
+    @classmethod
+    def memory_estimate(cls, D, W, N, options, threads=1):
+        """Base's bound; schedule=copy-merge adds each thread's copy of the word-topic slots."""
+        K = int(options.get("K", 1))
+        copies = int(threads) * 4 * min(N, K * W) if int(threads) > 1 and options.get("schedule") == "copy-merge" else 0
+        return super().memory_estimate(D, W, N, options, threads) + copies
+
     def check_options(self, opts):
         if opts["K"] >= 2**30:
             raise InputError(f"option K={opts['K']}: too many topics")

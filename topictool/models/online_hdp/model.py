@@ -367,6 +367,7 @@ class _VariationalHdp(Model):
 
     eval_method = "vb"
     supports_threads = True  # the local step by blocks of documents, lambda by topics (docs)
+    thread_topic_word_bytes = 8  # a thread's statistics over the minibatch's words (at most W)
     STATE_VERSION = 2  # 2: keys lam, beta_star, alpha, gamma, beta (the prior) in place of beta (beta*), hyper
     defaults = {
         "K": 100,

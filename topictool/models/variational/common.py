@@ -52,6 +52,7 @@ class VariationalModel(Model):
         **{k: NONNEGATIVE for k in ("burn_in", "minibatch", "cold_passes")},
     }
     doc_topic_bytes = 8
+    thread_topic_word_bytes = 8  # _thread_tables: a float64 (rows, K) table per thread
     lazy_table = None
     #: state scalars that must be positive (the others must be >= 0)
     positive_scalars = frozenset({"scale", "alpha", "gamma", "gbar"})
