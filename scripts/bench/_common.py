@@ -66,6 +66,32 @@ def gensim_corpus(c):
     return bow, dict(enumerate(c.vocab))
 
 
+def tomotopy_lda(c, K, alpha, beta, seed):
+    """tomotopy's LDAModel (fixed priors) holding the corpus's documents as lists of words."""
+    import tomotopy as tp
+
+    mdl = tp.LDAModel(k=K, alpha=alpha, eta=beta, seed=seed)
+    mdl.optim_interval = 0  # fixed priors, as for the others
+    for d in range(c.D):
+        lo, hi = c.doc_ptr[d], c.doc_ptr[d + 1]
+        words = [c.vocab[w] for w, n in zip(c.word_ids[lo:hi], c.counts[lo:hi]) for _ in range(int(n))]
+        if words:
+            mdl.add_doc(words)
+    return mdl
+
+
+def tomotopy_phi(mdl, vocab, K):
+    """tomotopy's topics over ``vocab``: it reports (n_kw + eta) / (n_k + V eta) over the words
+    it saw in training; a word it never saw (seen only in test documents) gets the topic's
+    smallest value, eta's share."""
+    index = {w: i for i, w in enumerate(mdl.used_vocabs)}
+    cols = np.array([index.get(w, -1) for w in vocab])
+    phi_t = np.array([mdl.get_topic_word_dist(k) for k in range(K)])
+    phi = np.where(cols >= 0, phi_t[:, np.maximum(cols, 0)], 0.0)
+    phi[:, cols < 0] = phi[:, cols >= 0].min(axis=1, keepdims=True)
+    return phi
+
+
 def lda_arguments(parser, K=100, alpha=0.1, beta=0.01):
     """CORPUS, --K, --alpha, --beta and --seed, as every LDA comparison takes them."""
     parser.add_argument("corpus")

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import doc_term, gensim_corpus, lda_arguments, load, peak_rss_mb, save_snapshot
+from _common import doc_term, gensim_corpus, lda_arguments, load, peak_rss_mb, save_snapshot, tomotopy_lda, tomotopy_phi
 
 
 def run_topictool(c, a, threads, out):
@@ -45,30 +45,15 @@ def run_topictool(c, a, threads, out):
 
 
 def run_tomotopy(c, a, threads, out):
-    import tomotopy as tp
 
     base = peak_rss_mb()
-    mdl = tp.LDAModel(k=a.K, alpha=a.alpha, eta=a.beta, seed=a.seed)
-    mdl.optim_interval = 0  # fixed priors, as for the others
-    vocab = c.vocab
-    for d in range(c.D):
-        lo, hi = c.doc_ptr[d], c.doc_ptr[d + 1]
-        words = []
-        for w, n in zip(c.word_ids[lo:hi], c.counts[lo:hi]):
-            words.extend([vocab[w]] * int(n))
-        if words:
-            mdl.add_doc(words)
+    mdl = tomotopy_lda(c, a.K, a.alpha, a.beta, a.seed)
     mdl.train(0, workers=threads)  # initialise outside the timed region
     t0 = time.perf_counter()
     mdl.train(a.iterations, workers=threads)
     dt = time.perf_counter() - t0
-    index = {w: i for i, w in enumerate(mdl.used_vocabs)}
-    cols = np.array([index.get(w, -1) for w in vocab])
-    phi_t = np.array([mdl.get_topic_word_dist(k) for k in range(a.K)])
-    phi = np.where(cols >= 0, phi_t[:, np.maximum(cols, 0)], 0.0)
-    # tomotopy reports (n_kw + eta) / (n_k + V eta) over its used vocabulary; words it dropped get eta mass
-    phi[:, cols < 0] = phi[:, cols >= 0].min(axis=1, keepdims=True)
-    save_snapshot(out, phi, mdl.alpha, vocab, "tomotopy")
+    phi = tomotopy_phi(mdl, c.vocab, a.K)
+    save_snapshot(out, phi, mdl.alpha, c.vocab, "tomotopy")
     return dt, base
 
 

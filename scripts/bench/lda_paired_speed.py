@@ -13,7 +13,7 @@ import argparse
 import statistics
 import time
 
-from _common import lda_arguments
+from _common import lda_arguments, tomotopy_lda
 
 
 def main():
@@ -25,20 +25,12 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args()
 
-    import tomotopy as tp
-
     from topictool.corpus import load_corpus
     from topictool.models.lda_gibbs.model import LdaGibbs
 
     c = load_corpus(a.corpus)
     ours = LdaGibbs(c, LdaGibbs.resolve_options({"K": a.K, "alpha": a.alpha, "beta": a.beta}), 1, threads=a.threads)
-    theirs = tp.LDAModel(k=a.K, alpha=a.alpha, eta=a.beta, seed=1)
-    theirs.optim_interval = 0
-    for d in range(c.D):
-        lo, hi = c.doc_ptr[d], c.doc_ptr[d + 1]
-        words = [c.vocab[w] for w, n in zip(c.word_ids[lo:hi], c.counts[lo:hi]) for _ in range(int(n))]
-        if words:
-            theirs.add_doc(words)
+    theirs = tomotopy_lda(c, a.K, a.alpha, a.beta, 1)
     t0 = time.perf_counter()
     for _ in range(a.warmup):
         ours.step()

@@ -39,7 +39,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from _common import ONE_CORE, load, save_snapshot
+from _common import ONE_CORE, load, save_snapshot, tomotopy_lda, tomotopy_phi
 
 
 def rss_mb():
@@ -116,13 +116,7 @@ def run_tomotopy(a, threads, out):
     corpus = load(a.corpus)
     before = rss_mb()
     t0, c0 = time.perf_counter(), time.process_time()
-    m = tp.LDAModel(k=a.K, alpha=0.1, eta=0.01, seed=a.seed)
-    m.optim_interval = 0
-    for d in range(corpus.D):
-        lo, hi = corpus.doc_ptr[d], corpus.doc_ptr[d + 1]
-        words = [corpus.vocab[w] for w, n in zip(corpus.word_ids[lo:hi], corpus.counts[lo:hi]) for _ in range(int(n))]
-        if words:
-            m.add_doc(words)
+    m = tomotopy_lda(corpus, a.K, 0.1, 0.01, a.seed)
     t_docs = time.perf_counter() - t0  # building Python lists of words for add_doc
     scheme = tp.ParallelScheme.PARTITION if threads > 1 else tp.ParallelScheme.NONE
     t0, c0 = time.perf_counter(), time.process_time()
@@ -131,13 +125,7 @@ def run_tomotopy(a, threads, out):
     m.train(a.steps, workers=threads, parallel=scheme)
     t2, c2 = time.perf_counter(), time.process_time()
     peak = peak_mb()
-    vocab = list(m.used_vocabs)
-    index = {w: i for i, w in enumerate(vocab)}
-    phi = np.full((a.K, corpus.W), 1e-12)
-    cols = np.array([index.get(w, -1) for w in corpus.vocab])
-    for k in range(a.K):
-        dist = np.asarray(m.get_topic_word_dist(k))
-        phi[k, cols >= 0] = dist[cols[cols >= 0]]
+    phi = tomotopy_phi(m, corpus.vocab, a.K)
     save_snapshot(out / "model.npz", phi, m.alpha, corpus.vocab, "tomotopy")
     return {
         "first_tokens_per_s": corpus.N * a.first / (t1 - t0) if a.first else None,
@@ -183,6 +171,7 @@ def main():
     p.add_argument("--set", action="append", default=[], help="model option KEY=VALUE")
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--tomotopy", action="store_true", help="tomotopy beside lda-gibbs")
+    p.add_argument("--tools", help="comma-separated, instead of the above: topictool, tomotopy")
     p.add_argument("--perplexity", action="store_true")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--one", type=int, help=argparse.SUPPRESS)
@@ -200,6 +189,8 @@ def main():
         p.error("give --corpus or --synth")
     threads = [int(t) for t in a.threads.split(",")]
     tools = ["topictool"] + (["tomotopy"] if a.tomotopy and a.model == "lda-gibbs" else [])
+    if a.tools:
+        tools = a.tools.split(",")
     runs = {(tool, t): [] for tool in tools for t in threads}
     for rep in range(a.repeat):
         for tool, t in runs:
