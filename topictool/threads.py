@@ -71,12 +71,6 @@ class Workers:
         self._errors = [None] * self.threads
         self._stop = False
 
-    def __getstate__(self):  # a model may be copied (tests, probes): its threads are not
-        return {"threads": self.threads}
-
-    def __setstate__(self, state):
-        self.__init__(state["threads"])
-
     def _start(self):
         self._stop = False
         for t in range(1, self.threads):

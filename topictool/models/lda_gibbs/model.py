@@ -188,11 +188,9 @@ class LdaGibbs(Model):
         if not words_ascending(self.token_ptr, self.words):
             raise RuntimeError("lda-gibbs partition schedule: a document's tokens are not in word order")
         freq = kern.word_frequencies(self.words, self.W)
-        # word blocks: runs of word ids of about N/T tokens each (a frequent word cannot be split)
-        cum = np.concatenate([[0], np.cumsum(freq)])
-        targets = (np.arange(T + 1, dtype=np.int64) * int(cum[-1])) // T
-        self.word_ptr = np.maximum.accumulate(np.searchsorted(cum, targets, side="left")).astype(np.int64)
-        self.word_ptr[0], self.word_ptr[-1] = 0, self.W
+        # word blocks: runs of word ids of about N/T tokens each (a frequent word cannot be split),
+        # cut as documents are: by the running total of tokens
+        self.word_ptr = token_blocks(np.concatenate([[0], np.cumsum(freq)]), T)
         # chunks: each thread's documents cut into S runs of about equal tokens, S the same for
         # every thread (the rounds are common) and large enough to bound the caches
         lengths = np.diff(self.token_ptr)

@@ -180,11 +180,7 @@ class LidaGibbs(Model):
         resumed run cuts the same)."""
         T = self.threads
         cost = self.freq * (CELL_TOKEN_COST + self.tw_len.astype(np.int64))
-        cum = np.concatenate([[0], np.cumsum(cost)])
-        targets = (np.arange(T + 1, dtype=np.int64) * int(cum[-1])) // T
-        ptr = np.maximum.accumulate(np.searchsorted(cum, targets, side="left")).astype(np.int64)
-        ptr[0], ptr[-1] = 0, self.W
-        return ptr
+        return token_blocks(np.concatenate([[0], np.cumsum(cost)]), T)  # cut by running cost
 
     def rng_streams(self):
         return self.threads  # row t: thread t's blocks (row 0 alone with one thread)
