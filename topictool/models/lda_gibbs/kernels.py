@@ -95,10 +95,9 @@ def word_frequencies(words, W):
     return freq
 
 
-def word_slots(words, W, K):
+def word_slots(freq, K):
     """tw_ptr int64 (W+1): word w gets min(frequency, K) slots."""
-    freq = word_frequencies(words, W)
-    ptr = np.zeros(W + 1, dtype=np.int64)
+    ptr = np.zeros(len(freq) + 1, dtype=np.int64)
     np.cumsum(np.minimum(freq, K), out=ptr[1:])
     return ptr
 

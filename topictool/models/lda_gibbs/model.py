@@ -153,27 +153,25 @@ class LdaGibbs(Model):
         self.engine = getattr(self.corpus, "engine", None)  # MPI ranks (module docstring)
         self.z = np.zeros(self.N, dtype=np.int16 if self.K < 32768 else np.int32)
         self.TB = kern.topic_bits(self.K)
+        local_freq = kern.word_frequencies(self.words, self.W)
         if self.engine is None:
             self.block_ptr = token_blocks(self.token_ptr, threads)
-            max_freq = int(kern.word_frequencies(self.words, self.W).max())
-            self.tw_ptr = kern.word_slots(self.words, self.W, self.K)
+            freq = local_freq
         else:
             self.block_ptr = np.asarray(self.corpus.block_ptr, dtype=np.int64)
             self.N_total = int(self.corpus.N_total)
-            freq = self.engine.sum(kern.word_frequencies(self.words, self.W))
-            max_freq = int(freq.max())
-            self.tw_ptr = np.zeros(self.W + 1, dtype=np.int64)
-            np.cumsum(np.minimum(freq, self.K), out=self.tw_ptr[1:])
+            freq = self.engine.sum(local_freq)  # n_kw covers every rank's tokens
             self.z_prev = np.zeros_like(self.z)
             self._dense = None
-        self.tw = np.zeros(self.tw_ptr[-1], dtype=kern.packed_dtype(self.K, max_freq))
+        self.tw_ptr = kern.word_slots(freq, self.K)
+        self.tw = np.zeros(self.tw_ptr[-1], dtype=kern.packed_dtype(self.K, int(freq.max())))
         self.n_k = np.zeros(self.K, dtype=np.int32)
         self.partitioned = threads > 1 and self.opts["schedule"] == "partition"
         if threads > 1:
             self.n_k_local = np.zeros((threads, self.K), dtype=np.int32)
         self._barrier = None  # the partitioned sweep's, made on first use
         if self.partitioned:
-            self._allocate_cells()
+            self._allocate_cells(local_freq)
         elif threads > 1:
             self.tw_local = np.zeros((threads, len(self.tw)), dtype=self.tw.dtype)
         if self.opts["alpha_vector"]:
@@ -182,12 +180,12 @@ class LdaGibbs(Model):
             self.alpha = np.full(self.K, self.opts["alpha"], dtype=np.float64)
         self.beta = float(self.opts["beta"])
 
-    def _allocate_cells(self):
-        """The partition schedule's word blocks, chunks and n_dk caches (module docstring)."""
+    def _allocate_cells(self, freq):
+        """The partition schedule's word blocks (from this process's word frequencies ``freq``),
+        chunks and n_dk caches (module docstring)."""
         T, K = self.threads, self.K
         if not words_ascending(self.token_ptr, self.words):
             raise RuntimeError("lda-gibbs partition schedule: a document's tokens are not in word order")
-        freq = kern.word_frequencies(self.words, self.W)
         # word blocks: runs of word ids of about N/T tokens each (a frequent word cannot be split),
         # cut as documents are: by the running total of tokens
         self.word_ptr = token_blocks(np.concatenate([[0], np.cumsum(freq)]), T)
