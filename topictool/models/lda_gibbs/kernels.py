@@ -70,6 +70,7 @@ import numba
 import numpy as np
 
 from ...kernels.partition import first_at_least as _first_at_least
+from ...kernels.prefetch import prefetch
 from ...kernels.rng import uniform
 from ...threads import barrier_wait
 
@@ -239,6 +240,12 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
         t = np.int64(z[i])
         base = tw_ptr[w]
         cap = tw_ptr[w + 1] - base
+        if i + 1 < b:  # the next token's list, while this one is sampled
+            nb = tw_ptr[words[i + 1]]
+            ne = tw_ptr[words[i + 1] + 1]
+            while nb < ne:
+                prefetch(tw, nb)
+                nb += 16
         # Take token i out of s, r, c_t and n_k. (The same updates with the opposite sign
         # put it back below: written out twice on purpose, in the tool's hottest loop,
         # rather than behind a helper that would have to return s and r.)
@@ -260,44 +267,39 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
             while j < nnz:
                 nz[j] = nz[j + 1]
                 j += 1
-        # One pass over the word's slots: decrement n_tw (keeping the order) and sum q.
+        # n_tw -= 1 (keeping the order), then q as running sums over the word's slots: two
+        # passes, because a loop that only sums is a short chain of additions the CPU
+        # overlaps with the loads, where the fused pass branched on every slot.
+        _slot_decrement(tw, base, cap, t, mask, one)
         q = 0.0
         j = 0
-        pending = True
         while j < cap:
             e = tw[base + j]
             if e == 0:
                 break
-            k = e & mask
-            if pending and k == t:
-                pending = False
-                e -= one
-                jj = j
-                if e < one:
-                    while jj + 1 < cap and tw[base + jj + 1] != 0:
-                        tw[base + jj] = tw[base + jj + 1]
-                        jj += 1
-                    tw[base + jj] = 0
-                else:
-                    while jj + 1 < cap and tw[base + jj + 1] > e:
-                        tw[base + jj] = tw[base + jj + 1]
-                        jj += 1
-                    tw[base + jj] = e
-                continue
-            v = coef[k] * (e >> TB)
-            qs[j] = v
-            q += v
+            q += coef[e & mask] * (e >> TB)
+            qs[j] = q  # running sums: the search below compares instead of subtracting
             j += 1
         used = j
         u = uniform(gen, 0) * (s + r + q)
         if u < q:
-            # q bucket: walk the word's topics from the largest count.
-            j = 0
-            while j < used - 1:
-                u -= qs[j]
-                if u < 0.0:
-                    break
-                j += 1
+            # q bucket: the first slot whose running sum exceeds u. Once topics have formed
+            # it is among the first few (largest counts first); while a word still has many
+            # topics, bisection saves a long walk.
+            if used <= 16:
+                j = 0
+                while j < used - 1 and qs[j] <= u:
+                    j += 1
+            else:
+                lo = 0
+                hi = used - 1
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if qs[mid] <= u:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                j = lo
             e = tw[base + j] + one
             t = e & mask
         else:
@@ -369,7 +371,7 @@ def sample_block(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0
     wbeta = (tw_ptr.shape[0] - 1) * beta
     inv = np.empty(K)  # 1 / (beta W + n_k)
     coef = np.empty(K)  # c_k = (alpha_k + n_dk) / (beta W + n_k)
-    qs = np.empty(K)  # q terms of the current word, in slot order
+    qs = np.empty(K)  # running sums of the current word's q terms, in slot order
     ndk = np.zeros(K, np.int32)  # the current document's topic counts
     nz = np.empty(K, np.int32)  # the current document's topics with n_dk > 0
     # A private copy of this thread's RNG row: rows of one array share a cache line,
