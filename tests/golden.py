@@ -1,7 +1,10 @@
 """The golden runs: each model trained on the ch corpus with fixed options, and the sha256
 of its model.npz arrays. tests/test_golden.py checks them against tests/golden.json, which
 was recorded before the redesign moved every family onto one protocol: the same seed,
-options and threads must give the same model bit for bit.
+options and threads must give the same model bit for bit. The two lda-gibbs entries were
+re-recorded on 2026-11-25, when the sampler stopped moving a token's slot before knowing its
+new topic (lda_gibbs/kernels.py: a different walk order, so a different but equally exact
+chain); every other entry is the original recording.
 
     python -m tests.golden OUT_DIR        # prints the JSON for tests/golden.json
 """

@@ -47,6 +47,22 @@ divisions per token (no gain), fastmath / error_model="numpy" (within noise).
 The figures come from scripts/bench/lda_speed_probe.py (``--sampler dense|alias``
 runs the alternatives).
 
+Since then (2026-11-25, same VM; the 10M-token `synth lda` corpus of docs/benchmarks.md,
+W=20,000, and the movie reviews as prepared there; one thread, K=100):
+- the next token's slots are prefetched (kernels/prefetch.py) while the current token is
+  sampled: the lists of a large vocabulary do not stay in the core's caches, and the
+  branchy loops keep the CPU from running ahead to them. Steady state on the 10M corpus
+  12.2 -> 15.5 M tokens/s; the first 20 sweeps from the random start 6.0 -> 7.5 M.
+- q is summed with the token's own slot discounted in place, as running sums: the slots
+  move only when the topic changes (one moves down, one up), and the draw is found by
+  comparing against the running sums (bisection over long lists) instead of subtracting
+  along them. Movie reviews steady state 14.1 -> 15.4 M tokens/s.
+Tried and dropped on the way: summing q two slots at a time, a branch-free bisection,
+swap-removal from the document's topic list (each within noise). Where the first sweeps
+of a large corpus still go: a word has most of the K topics (93 slots per token at sweep
+1, 47 at sweep 8, 23 at sweep 20), and the pass over its slots costs about 1 ns a slot
+even in cache; tomotopy's dense AVX-512 sampler costs the same per token at any sweep.
+
 Threads (AD-LDA, Newman et al. 2009, as Mallet's WorkerRunnable): the documents are
 cut into contiguous blocks of about equal token counts; `sweep_parallel` samples
 block t against its own copy of the word lists and topic totals with RNG row t, and
@@ -267,23 +283,30 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
             while j < nnz:
                 nz[j] = nz[j + 1]
                 j += 1
-        # n_tw -= 1 (keeping the order), then q as running sums over the word's slots: two
-        # passes, because a loop that only sums is a short chain of additions the CPU
-        # overlaps with the loads, where the fused pass branched on every slot.
-        _slot_decrement(tw, base, cap, t, mask, one)
+        # q as running sums over the word's slots, with token i taken out of its own slot's
+        # count in the sum only: the lists change only when the topic does, and then one
+        # slot moves down and another up (an unchanged topic, the common case once topics
+        # have formed, costs no list update at all).
         q = 0.0
         j = 0
+        jt = 0
         while j < cap:
             e = tw[base + j]
             if e == 0:
                 break
-            q += coef[e & mask] * (e >> TB)
+            k = e & mask
+            n = e >> TB
+            if k == t:
+                n -= 1
+                jt = j
+            q += coef[k] * n
             qs[j] = q  # running sums: the search below compares instead of subtracting
             j += 1
         used = j
         u = uniform(gen, 0) * (s + r + q)
         if u < q:
-            # q bucket: the first slot whose running sum exceeds u. Once topics have formed
+            # q bucket: the first slot whose running sum exceeds u (a slot of no mass is
+            # never chosen: its running sum equals the one before). Once topics have formed
             # it is among the first few (largest counts first); while a word still has many
             # topics, bisection saves a long walk.
             if used <= 16:
@@ -300,41 +323,40 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
                     else:
                         hi = mid
                 j = lo
-            e = tw[base + j] + one
-            t = e & mask
+            k = tw[base + j] & mask
         else:
             u -= q
+            j = -1  # the new topic's slot, found below if it changed
             if u < r:
                 # r bucket: the document's topics.
-                j = 0
-                while j < nnz - 1:
-                    k = nz[j]
+                jr = 0
+                while jr < nnz - 1:
+                    k = nz[jr]
                     u -= beta * ndk[k] * inv[k]
                     if u < 0.0:
                         break
-                    j += 1
-                t = nz[j]
+                    jr += 1
+                k = nz[jr]
             else:
                 # s bucket: all topics.
                 u -= r
-                t = 0
-                while t < K - 1:
-                    u -= alpha[t] * beta * inv[t]
+                k = 0
+                while k < K - 1:
+                    u -= alpha[k] * beta * inv[k]
                     if u < 0.0:
                         break
-                    t += 1
-            j = 0
-            while j < used and (tw[base + j] & mask) != t:
-                j += 1
-            if j < used:
-                e = tw[base + j] + one
+                    k += 1
+        if k != t:
+            # n_tw -= 1 for the old topic: its slot moves down (or leaves, at zero), and the
+            # slots it passes move up by one, the new topic's perhaps among them
+            _slot_decrement_at(tw, base, cap, jt, one)
+            if j > jt and (tw[base + j] == 0 or (tw[base + j] & mask) != k):
+                j -= 1
+            if j < 0:
+                _slot_increment(tw, base, cap, k, mask, one)
             else:
-                e = one | t
-        # Increment n_tw: move the slot up to keep the order.
-        while j > 0 and tw[base + j - 1] < e:
-            tw[base + j] = tw[base + j - 1]
-            j -= 1
-        tw[base + j] = e
+                _slot_increment_at(tw, base, j, tw[base + j] + one)
+            t = k
         z[i] = t
         # Put token i back with its new topic.
         iv = inv[t]
@@ -677,12 +699,8 @@ def change_records(words, z_prev, z, K, out):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _slot_decrement(tw, base, cap, k, mask, one):
-    """n_kw -= 1 in word w's sorted slots (the slot of topic k must exist). _sample_tokens does the
-    same inside its pass over the slots, on purpose: there it is fused with the q sum."""
-    j = 0
-    while (tw[base + j] & mask) != k or tw[base + j] == 0:
-        j += 1
+def _slot_decrement_at(tw, base, cap, j, one):
+    """n_kw -= 1 for the topic in slot j of a word's sorted slots, keeping the order."""
     e = tw[base + j] - one
     if e < one:  # the count fell to zero: close the gap
         while j + 1 < cap and tw[base + j + 1] != 0:
@@ -697,6 +715,24 @@ def _slot_decrement(tw, base, cap, k, mask, one):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _slot_decrement(tw, base, cap, k, mask, one):
+    """n_kw -= 1 in word w's sorted slots (the slot of topic k must exist)."""
+    j = 0
+    while (tw[base + j] & mask) != k or tw[base + j] == 0:
+        j += 1
+    _slot_decrement_at(tw, base, cap, j, one)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slot_increment_at(tw, base, j, e):
+    """Slot j of a word's sorted slots becomes e (its count raised): move it up to keep the order."""
+    while j > 0 and tw[base + j - 1] < e:
+        tw[base + j] = tw[base + j - 1]
+        j -= 1
+    tw[base + j] = e
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _slot_increment(tw, base, cap, k, mask, one):
     """n_kw += 1 in word w's sorted slots."""
     j = 0
@@ -706,10 +742,7 @@ def _slot_increment(tw, base, cap, k, mask, one):
         e = tw[base + j] + one
     else:
         e = one | k
-    while j > 0 and tw[base + j - 1] < e:
-        tw[base + j] = tw[base + j - 1]
-        j -= 1
-    tw[base + j] = e
+    _slot_increment_at(tw, base, j, e)
 
 
 @numba.njit(cache=True, nogil=True)
