@@ -200,6 +200,88 @@ def test_partition_barrier_kernel_equals_round_by_round(small_corpus, monkeypatc
     assert np.array_equal(runs[0].alpha, runs[1].alpha)
 
 
+# -- the dense start (model.py's docstring, "Sampler") -----------------------------------
+
+
+def force_dense(monkeypatch, fraction):
+    """Make the dense start eligible on any corpus and sweep densely while the mean topics per
+    token's word exceed K * fraction (0: always)."""
+    from topictool.models.lda_gibbs import model as lda_model
+
+    monkeypatch.setattr(lda_model, "DENSE_BYTES_PER_TOKEN", 1e12)
+    monkeypatch.setattr(lda_model, "DENSE_SWEEPS", 10**9)
+    monkeypatch.setattr(lda_model, "DENSE_TOPICS_FRACTION", fraction)
+
+
+def spy_sweeps(monkeypatch):
+    """A list that gets "dense" or "sparse" for every one-thread sweep."""
+    from topictool.models.lda_gibbs import kernels as kern
+
+    kinds = []
+    dense, sparse = kern.dense_sweep, kern.sample_block
+    monkeypatch.setattr(kern, "dense_sweep", lambda *a: (kinds.append("dense"), dense(*a))[1])
+    monkeypatch.setattr(kern, "sample_block", lambda *a: (kinds.append("sparse"), sparse(*a))[1])
+    return kinds
+
+
+def test_dense_start_on_a_large_corpus_only():
+    # eligible: the dense table (W x 16 x 4 bytes) is at most a byte per training token
+    big, _, _ = make_lda_corpus(K=4, V=30, D=40, length=60, alpha=0.2, beta=0.05, seed=1)
+    assert 4 * 30 * 16 <= big.N
+    assert LdaGibbs(big, opts(K=4), rng_seed=1).dense_start
+    assert not LdaGibbs(big, opts(K=4, sampler="sparse"), rng_seed=1).dense_start
+    assert not LdaGibbs(big, opts(K=4), rng_seed=1, threads=2).dense_start
+    assert not LdaGibbs(big, opts(K=300), rng_seed=1).dense_start  # K > DENSE_MAX_K
+    small, _, _ = make_lda_corpus(K=4, V=300, D=10, length=20, alpha=0.2, beta=0.05, seed=1)
+    assert not LdaGibbs(small, opts(K=4), rng_seed=1).dense_start
+    # the table is in the memory estimate exactly when it will be made
+    grow = LdaGibbs.memory_estimate(40, 30, big.N, opts(K=4)) - LdaGibbs.memory_estimate(
+        40, 30, big.N, opts(K=4, sampler="sparse")
+    )
+    assert grow == 4 * 30 * 16
+    with pytest.raises(InputError, match="sampler"):
+        LdaGibbs(big, opts(K=4, sampler="fast"), rng_seed=1)
+
+
+def test_dense_start_switches_to_sparse_and_keeps_the_counts(small_corpus, monkeypatch):
+    force_dense(monkeypatch, fraction=0.6)
+    kinds = spy_sweeps(monkeypatch)
+    m = LdaGibbs(small_corpus, opts(K=6, optimize_alpha=True, optimize_burn_in=2, optimize_interval=3), rng_seed=11)
+    for _ in range(20):
+        m.step()
+        m.check_invariants()  # the dense table, and the sparse lists rebuilt from z, agree with z
+    first_sparse = kinds.index("sparse")
+    assert 3 <= first_sparse < 15 and set(kinds[:first_sparse]) == {"dense"}, kinds
+    assert m.n_wk is None  # freed once sparse
+
+
+@pytest.mark.parametrize("fraction,stop", [(0.6, 5), (0.45, 13)])
+def test_resume_across_the_switch_is_exact(small_corpus, monkeypatch, fraction, stop):
+    # 0.6: saved in the dense phase, resumed through the switch; 0.45: the mean topics per
+    # token wander about the threshold, so the sweeps go back and forth
+    force_dense(monkeypatch, fraction)
+    kinds = spy_sweeps(monkeypatch)
+    o = opts(K=6, optimize_alpha=True, optimize_burn_in=4, optimize_interval=5)
+    straight = LdaGibbs(small_corpus, o, rng_seed=11)
+    for _ in range(40):
+        straight.step()
+    assert kinds[0] == "dense" and "sparse" in kinds[stop:40], kinds
+    if fraction < 0.5:  # back and forth: dense again after a sparse sweep
+        assert "sparse,dense" in ",".join(kinds[:40]), kinds
+    first = LdaGibbs(small_corpus, o, rng_seed=11)
+    for _ in range(stop):
+        first.step()
+    arrays = {k: np.array(v) for k, v in first.state().items()}
+    resumed = LdaGibbs.from_state(small_corpus, o, arrays)
+    for _ in range(40 - stop):
+        resumed.step()
+    assert np.array_equal(straight.z, resumed.z)
+    assert np.array_equal(straight.rng, resumed.rng)
+    assert np.array_equal(straight.alpha, resumed.alpha)
+    assert straight.log_likelihood() == resumed.log_likelihood()
+    assert kinds[:40] == kinds[40:], kinds  # the saved and resumed run chose as the straight one
+
+
 def test_unknown_schedule_is_refused(small_corpus):
     with pytest.raises(InputError, match="schedule"):
         LdaGibbs(small_corpus, opts(K=3, schedule="fast"), rng_seed=1, threads=2)
@@ -315,6 +397,7 @@ def exact_log_joint(docs, z, alpha, beta, W):
     return ll
 
 
+@pytest.mark.parametrize("sampler", ["sparse", "dense"])
 @pytest.mark.parametrize(
     "options",
     [
@@ -322,12 +405,15 @@ def exact_log_joint(docs, z, alpha, beta, W):
         {"K": 2, "alpha_vector": "0.2,1.5", "beta": 0.1},
     ],
 )
-def test_gibbs_chain_matches_exact_posterior(options):
+def test_gibbs_chain_matches_exact_posterior(options, sampler, monkeypatch):
     # Two documents, four tokens, a repeated word: every bucket (s, r, q) gets used.
     docs = [[0, 0], [0, 2]]
     W = 3
     corpus = from_triples([0, 1, 1], [0, 0, 2], [2, 1, 1], 2, ["a", "b", "c"])
+    if sampler == "dense":  # every sweep dense, however small the corpus
+        force_dense(monkeypatch, fraction=0.0)
     m = LdaGibbs(corpus, options, rng_seed=123)
+    assert m.dense_start == (sampler == "dense")
     K, alpha, beta = m.K, m.alpha, m.beta
     states = list(itertools.product(range(K), repeat=4))
     logp = np.array([exact_log_joint(docs, np.array(s), alpha, beta, W) for s in states])
@@ -349,6 +435,7 @@ def test_gibbs_chain_matches_exact_posterior(options):
     stat = ((counts - n * p) ** 2 / (n * p)).sum()
     pvalue = chi2.sf(stat, df=len(states) - 1)
     assert pvalue > 1e-4, (stat, pvalue)
+    assert (m.n_wk is not None) == (sampler == "dense")
     m.check_invariants()
 
 

@@ -833,3 +833,124 @@ def pack_dense(tw_ptr, tw, n_k, counts, TB):
                 n_k[k] += c
                 m += 1
         _write_sorted(tw, tw_ptr[w], tw_ptr[w + 1], buf, m)
+
+
+# ---------------------------------------------------------------------------------------------
+# The dense start (model.py's docstring, "Sampler"): while the words still have most of the K
+# topics, as they do for the first sweeps from a random start, eq. (1) is computed for all K
+# topics at once from a dense word-topic table n_wk (W x KP, KP = K rounded up to whole SIMD
+# chunks, the padding topics of no mass), in float32 SIMD; the draw walks chunk sums of CHUNK
+# topics and then one chunk. A count update is O(1). Measured on the 10M-token synthetic corpus
+# (K=100): 82-98 ns a token at every one of the first 20 sweeps, where SparseLDA's walk over a
+# word's slots takes 230 ns at sweep 1 and 90 at sweep 20 (and 70 once topics have formed).
+
+CHUNK = 16  # topics per chunk: one AVX-512 vector of float32
+
+
+def dense_width(K):
+    """K rounded up to whole chunks: the row length of the dense table."""
+    return -(-int(K) // CHUNK) * CHUNK
+
+
+@numba.njit(cache=True, nogil=True)
+def fill_dense(words, z, n_wk):
+    """n_wk (W x KP, zeroed here) := the counts of z by (word, topic)."""
+    n_wk[:] = 0
+    for i in range(z.shape[0]):
+        n_wk[words[i], z[i]] += 1
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def dense_sweep(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row):
+    """One Gibbs sweep of eq. (1) over every document, on the dense table n_wk (W x KP) and the
+    totals n_k, both updated in place with z. (fastmath lets the float32 sums use SIMD: the same
+    machine gives the same draws; another vector width may order the additions differently.)"""
+    K = n_k.shape[0]
+    KP = n_wk.shape[1]
+    chunks = KP // CHUNK
+    wbeta = n_wk.shape[0] * beta
+    inv = np.empty(K)
+    coef = np.zeros(KP, np.float32)  # (alpha_k + n_dk) / (beta W + n_k); 0 for the padding
+    p = np.empty(KP, np.float32)
+    ndk = np.zeros(K, np.int32)
+    betaf = np.float32(beta)
+    flat = n_wk.reshape(n_wk.size)
+    gen = rng[row : row + 1].copy()
+    for k in range(K):
+        inv[k] = 1.0 / (wbeta + n_k[k])
+    for d in range(token_ptr.shape[0] - 1):
+        a = token_ptr[d]
+        b = token_ptr[d + 1]
+        for i in range(a, b):
+            ndk[z[i]] += 1
+        for k in range(K):
+            coef[k] = (alpha[k] + ndk[k]) * inv[k]
+        for i in range(a, b):
+            if i + 2 < b:  # the row two tokens ahead, while this one is sampled
+                o = np.int64(words[i + 2]) * KP
+                for c in range(chunks):
+                    prefetch(flat, o + c * CHUNK)
+            w = words[i]
+            t = z[i]
+            ndk[t] -= 1
+            n_wk[w, t] -= 1
+            n_k[t] -= 1
+            inv[t] = 1.0 / (wbeta + n_k[t])
+            coef[t] = (alpha[t] + ndk[t]) * inv[t]
+            counts = n_wk[w]
+            for k in range(KP):
+                p[k] = coef[k] * (np.float32(counts[k]) + betaf)
+            total = np.float32(0.0)
+            for k in range(KP):
+                total += p[k]
+            u = np.float32(uniform(gen, 0)) * total
+            c = 0
+            while c < chunks - 1:
+                part = np.float32(0.0)
+                for j in range(CHUNK):
+                    part += p[c * CHUNK + j]
+                if u < part:
+                    break
+                u -= part
+                c += 1
+            t = c * CHUNK
+            last = min(t + CHUNK, K) - 1
+            while t < last and u >= p[t]:
+                u -= p[t]
+                t += 1
+            z[i] = t
+            ndk[t] += 1
+            n_wk[w, t] += 1
+            n_k[t] += 1
+            inv[t] = 1.0 / (wbeta + n_k[t])
+            coef[t] = (alpha[t] + ndk[t]) * inv[t]
+        for i in range(a, b):
+            k = z[i]
+            ndk[k] = 0
+            coef[k] = alpha[k] * inv[k]
+    rng[row, :] = gen[0, :]
+
+
+# The decision between the dense and the sparse sampler: the number of topics of each token's
+# word, summed over the tokens (freq: the word frequencies), from either table. The same
+# integer from both, so a resumed run (sparse tables rebuilt from z) decides as the straight one.
+@numba.njit(cache=True, nogil=True)
+def dense_topics(freq, n_wk):
+    total = 0
+    for w in range(n_wk.shape[0]):
+        used = 0
+        for k in range(n_wk.shape[1]):
+            used += n_wk[w, k] != 0
+        total += freq[w] * used
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def sparse_topics(freq, tw_ptr, tw):
+    total = 0
+    for w in range(tw_ptr.shape[0] - 1):
+        j = tw_ptr[w]
+        while j < tw_ptr[w + 1] and tw[j] != 0:
+            j += 1
+        total += freq[w] * (j - tw_ptr[w])
+    return total

@@ -31,6 +31,15 @@ wait for each other: a POSIX barrier inside the kernel, so that a sweep is one W
 (where the C library lacks POSIX barriers, one Workers.run per round), and each thread draws
 from its own random stream, so the same (seed, threads) gives the same model.
 
+Sampler (``sampler=auto``, the default): one thread starts with a dense sampler (kernels.py,
+"The dense start") while the words still have most of the K topics, and switches to SparseLDA
+once the average token's word has at most K/5 of them (both exact Gibbs; eq. (1) of kernels.py
+either way). The choice is made before every sweep from the counts alone (so a resumed run
+chooses as the straight one did), only in the first DENSE_SWEEPS sweeps, only with one thread
+and one process, K <= DENSE_MAX_K, and when the dense table (W x K rounded up to 16, 4 bytes
+each) costs at most DENSE_BYTES_PER_TOKEN per token: a large corpus, whose first sweeps are
+where SparseLDA is slow. ``sampler=sparse`` uses SparseLDA from the start.
+
 ``schedule=copy-merge`` is AD-LDA (Newman et al. 2009, Mallet's WorkerRunnable): every thread
 samples its document block against its own copy of n_kw and n_k for a whole sweep, and the
 copies' changes are summed after it. It is what MPI ranks do among themselves (below), and
@@ -79,10 +88,26 @@ BETA_TOLERANCE = 1e-12
 HYPER_FLOOR = 1e-12
 # How threads share the sweep (module docstring).
 SCHEDULES = ("partition", "copy-merge")
+SAMPLERS = ("auto", "sparse")
+# the dense start (module docstring, "Sampler")
+DENSE_SWEEPS = 100  # never after this many sweeps
+DENSE_MAX_K = 256  # its cost grows with K; SparseLDA's with the topics a word has
+DENSE_BYTES_PER_TOKEN = 1.0  # the dense table's size against the training tokens
+DENSE_TOPICS_FRACTION = 1 / 5  # dense while the mean topics per token's word exceed K times this
 # The partition schedule's caches of n_dk hold at most about this many bytes per token
 # (and at least CACHE_FLOOR bytes in all), which sets the number of chunks.
 CACHE_BYTES_PER_TOKEN = 1.0
 CACHE_FLOOR = 256 << 10
+
+
+def _dense_start(K, W, N, threads, sampler):
+    """Whether one process of lda-gibbs starts with dense sweeps (module docstring, "Sampler")."""
+    return (
+        sampler == "auto"
+        and int(threads) == 1
+        and K <= DENSE_MAX_K
+        and 4 * W * kern.dense_width(K) <= DENSE_BYTES_PER_TOKEN * N
+    )
 
 
 def _parse_alpha_vector(text, K):
@@ -111,6 +136,7 @@ class LdaGibbs(Model):
         "optimize_burn_in": 50,
         "optimize_beta": True,
         "schedule": "partition",
+        "sampler": "auto",
     }
     limits = {
         **Model.limits,
@@ -133,7 +159,8 @@ class LdaGibbs(Model):
         """Base's bound; schedule=copy-merge adds each thread's copy of the word-topic slots."""
         K = int(options.get("K", 1))
         copies = int(threads) * 4 * min(N, K * W) if int(threads) > 1 and options.get("schedule") == "copy-merge" else 0
-        return super().memory_estimate(D, W, N, options, threads) + copies
+        dense = 4 * W * kern.dense_width(K) if _dense_start(K, W, N, threads, options.get("sampler", "auto")) else 0
+        return super().memory_estimate(D, W, N, options, threads) + copies + dense
 
     def check_options(self, opts):
         if opts["K"] >= 2**30:
@@ -142,6 +169,8 @@ class LdaGibbs(Model):
             _parse_alpha_vector(opts["alpha_vector"], opts["K"])
         if opts["schedule"] not in SCHEDULES:
             raise InputError(f"option schedule={opts['schedule']!r}: expected one of {', '.join(SCHEDULES)}")
+        if opts["sampler"] not in SAMPLERS:
+            raise InputError(f"option sampler={opts['sampler']!r}: expected one of {', '.join(SAMPLERS)}")
 
     def rng_streams(self):
         return self.threads  # one stream per thread's document block
@@ -174,6 +203,10 @@ class LdaGibbs(Model):
             self._allocate_cells(local_freq)
         elif threads > 1:
             self.tw_local = np.zeros((threads, len(self.tw)), dtype=self.tw.dtype)
+        self.dense_start = self.engine is None and _dense_start(self.K, self.W, self.N, threads, self.opts["sampler"])
+        self.freq = local_freq if self.dense_start else None  # for the mean topics per token
+        self.n_wk = None  # the dense table while the dense start runs, made at its first sweep
+        self.tw_stale = False  # tw and n_k behind the dense table (rebuilt when read)
         if self.opts["alpha_vector"]:
             self.alpha = _parse_alpha_vector(self.opts["alpha_vector"], self.K)
         else:
@@ -227,6 +260,8 @@ class LdaGibbs(Model):
 
     def _rebuild_counts(self):
         """n_kw and n_k from z (and the threads' copies of them); under MPI from every rank's z."""
+        self.n_wk = None
+        self.tw_stale = False
         if self.engine is not None:
             self._global_counts(self.tw, self.n_k)
         else:
@@ -250,7 +285,11 @@ class LdaGibbs(Model):
         """One Gibbs sweep over every token, then the hyperparameter update when due."""
         if self.engine is not None:
             np.copyto(self.z_prev, self.z)
-        if self.threads == 1:
+        if self.threads == 1 and self._dense_sweep_due():
+            self._sweep_dense()
+        elif self.threads == 1:
+            self._sparse_counts()
+            self.n_wk = None
             kern.sample_block(
                 self.token_ptr,
                 self.words,
@@ -291,6 +330,31 @@ class LdaGibbs(Model):
             "hyper_optimized": optimized,
             **exchange,
         }
+
+    def _dense_sweep_due(self):
+        """Whether this sweep is a dense one (module docstring, "Sampler"): a function of z and the
+        iteration, so that a resumed run decides as the straight one did."""
+        if not self.dense_start or self.iteration >= DENSE_SWEEPS:
+            return False
+        if self.n_wk is not None:
+            topics = kern.dense_topics(self.freq, self.n_wk)
+        else:
+            self._sparse_counts()
+            topics = kern.sparse_topics(self.freq, self.tw_ptr, self.tw)
+        return topics > DENSE_TOPICS_FRACTION * self.K * self.N
+
+    def _sweep_dense(self):
+        if self.n_wk is None:
+            self.n_wk = np.zeros((self.W, kern.dense_width(self.K)), dtype=np.int32)
+            kern.fill_dense(self.words, self.z, self.n_wk)
+        kern.dense_sweep(self.token_ptr, self.words, self.z, self.n_wk, self.n_k, self.alpha, self.beta, self.rng, 0)
+        self.tw_stale = True
+
+    def _sparse_counts(self):
+        """tw and n_k up to date with z (after dense sweeps they are rebuilt when read)."""
+        if self.tw_stale:
+            kern.build_counts(self.words, self.z, self.tw_ptr, self.tw, self.n_k, self.TB, self._count_budget())
+            self.tw_stale = False
 
     def _sweep_partitioned(self):
         """T rounds per chunk; round r: thread t samples (its chunk, word block (t + r) mod T).
@@ -439,6 +503,7 @@ class LdaGibbs(Model):
     def _optimize_hyperparameters(self):
         """Mallet's optimizeAlpha (one fixed-point step) and optimizeBeta (to convergence); under
         MPI on the histograms of every rank's documents (summed: the same on every rank)."""
+        self._sparse_counts()
         topic_doc_hist, doc_len_hist = doc_topic_histograms(self.token_ptr, self.z, self.K)
         if self.engine is not None:
             topic_doc_hist, doc_len_hist = self._summed_histograms(topic_doc_hist, doc_len_hist)
@@ -465,6 +530,7 @@ class LdaGibbs(Model):
     def log_likelihood(self):
         """Collapsed joint log p(w, z | alpha, beta), as Mallet's modelLogLikelihood (under MPI:
         the documents' terms summed over the ranks, plus the word-topic terms every rank has)."""
+        self._sparse_counts()
         if self.engine is not None:
             args = (self.alpha, self.beta, self.W, self.TB)
             words = kern.log_likelihood(np.zeros(1, np.int64), self.z, self.tw, self.n_k, *args)
@@ -475,6 +541,7 @@ class LdaGibbs(Model):
         )
 
     def snapshot(self):
+        self._sparse_counts()
         phi = kern.topic_word_mean(self.tw_ptr, self.tw, self.n_k, self.beta, self.TB)
         meta = {
             "model": self.name,
@@ -500,6 +567,12 @@ class LdaGibbs(Model):
             raise AssertionError(f"lda-gibbs invariant broken: {msg}")
 
         N = self._N_total()
+        if self.n_wk is not None:
+            n_wk = np.zeros_like(self.n_wk)
+            kern.fill_dense(self.words, self.z, n_wk)
+            if not np.array_equal(n_wk, self.n_wk):
+                fail("the dense n_kw disagrees with z")
+        self._sparse_counts()
         if int(self.n_k.sum(dtype=np.int64)) != N:
             fail(f"n_k sums to {int(self.n_k.sum())}, not N={N}")
         tw = np.zeros_like(self.tw)
