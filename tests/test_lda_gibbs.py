@@ -200,6 +200,62 @@ def test_partition_barrier_kernel_equals_round_by_round(small_corpus, monkeypatc
     assert np.array_equal(runs[0].alpha, runs[1].alpha)
 
 
+@pytest.mark.parametrize("sampler", ["sparse", "dense"])
+def test_one_draw_follows_the_conditional_over_many_topics(sampler):
+    """Both kernels' first draw of a sweep, from one fixed state, against eq. (1) with K=40: the
+    sparse kernel's bisection over a long list and the dense kernel's chunk walk (3 chunks)."""
+    from topictool.kernels.rng import make_streams
+    from topictool.models.lda_gibbs import kernels as kern
+
+    K, W, alpha, beta = 40, 5, np.linspace(0.05, 0.8, 40), 0.02
+    gen = np.random.default_rng(4)
+    # document 0: words 0, 0, 3 with topics 7, 21, 39; then 4,000 background tokens
+    words = np.concatenate([[0, 0, 3], gen.integers(0, W, 4000)]).astype(np.int32)
+    z = np.concatenate([[7, 21, 39], gen.choice(K, 4000, p=gen.dirichlet(np.full(K, 0.5)))]).astype(np.int16)
+    token_ptr = np.array([0, 3, len(words)], np.int64)
+    n_kw = np.zeros((W, K), np.int64)
+    np.add.at(n_kw, (words, z), 1)
+    n_k = n_kw.sum(0)
+    n_dk = np.bincount(z[:3], minlength=K)
+    # eq. (1) for token 0 (word 0, topic 7), its own count taken out
+    n_kw[0, 7] -= 1
+    n_k[7] -= 1
+    n_dk[7] -= 1
+    p = (alpha + n_dk) * (beta + n_kw[0]) / (W * beta + n_k)
+    p /= p.sum()
+    assert (n_kw[0] > 0).sum() > 16  # the sparse kernel bisects
+
+    rng = make_streams(9, 1)
+    draws = np.zeros(K)
+    trials = 30000
+    if sampler == "dense":
+        table = np.zeros((W, kern.dense_width(K)), np.int32)
+        kern.fill_dense(words, z, table)
+        totals = np.bincount(z, minlength=K).astype(np.int32)
+        for _ in range(trials):
+            zz, tt, nk = z.copy(), table.copy(), totals.copy()
+            kern.dense_sweep(token_ptr[:2], words, zz, tt, nk, alpha, beta, rng, 0)
+            draws[zz[0]] += 1
+    else:
+        ptr = kern.word_slots(np.bincount(words, minlength=W), K)
+        tw = np.zeros(ptr[-1], np.int32)
+        totals = np.zeros(K, np.int32)
+        TB = kern.topic_bits(K)
+        kern.build_counts(words, z, ptr, tw, totals, TB)
+        for _ in range(trials):
+            zz, ww, nk = z.copy(), tw.copy(), totals.copy()
+            kern.sample_block(token_ptr, words, zz, ptr, ww, nk, alpha, beta, rng, 0, 0, 1, TB)
+            draws[zz[0]] += 1
+    expected = trials * p
+    keep = expected >= 5  # chi-square's rule of thumb; the rest pooled
+    observed, expected = draws[keep], expected[keep]
+    if not keep.all():
+        observed = np.append(observed, draws[~keep].sum())
+        expected = np.append(expected, trials * p[~keep].sum())
+    stat = ((observed - expected) ** 2 / expected).sum()
+    assert chi2.sf(stat, df=len(observed) - 1) > 1e-4, (stat, observed, expected)
+
+
 # -- the dense start (model.py's docstring, "Sampler") -----------------------------------
 
 
