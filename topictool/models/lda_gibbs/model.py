@@ -25,7 +25,7 @@ below the sampler's own noise -- where AD-LDA's threads each miss a whole sweep 
 threads' word counts, the staleness that grows with T. A document's tokens are sorted by word
 id (the corpus stores them so), so its tokens in a word block are one run. Its n_dk must
 survive between rounds: the thread keeps its documents' counts packed in a cache of
-min(length, K) slots per document; to bound that cache (about a byte per token in all) a
+min(length, K) slots per document; to bound that cache (about half a byte per token in all) a
 thread's documents are processed in S chunks of T rounds each. Round after round the threads
 wait for each other: a POSIX barrier inside the kernel, so that a sweep is one Workers.run
 (where the C library lacks POSIX barriers, one Workers.run per round), and each thread draws
@@ -47,7 +47,7 @@ what one process does to give exactly the model of P ranks.
 
 Memory per token: 2 bytes of word id (4 when W > 65536) + 2 of topic (4 when K >= 32768), plus
 at most one 4-byte word-topic slot per token (min(frequency, K) per word); the partition schedule adds its cache
-(at most about one byte per token), copy-merge a copy of the slots per thread.
+(at most about half a byte per token), copy-merge a copy of the slots per thread.
 
 MPI ranks (``train --engine mpi``; distributed AD-LDA, Newman et al. 2009): each rank owns a
 contiguous run of documents (mpi.RankCorpus), cut into its thread blocks, and samples them
@@ -96,7 +96,7 @@ DENSE_BYTES_PER_TOKEN = 1.0  # the dense table's size against the training token
 DENSE_TOPICS_FRACTION = 1 / 5  # dense while the mean topics per token's word exceed K times this
 # The partition schedule's caches of n_dk hold at most about this many bytes per token
 # (and at least CACHE_FLOOR bytes in all), which sets the number of chunks.
-CACHE_BYTES_PER_TOKEN = 1.0
+CACHE_BYTES_PER_TOKEN = 0.5
 CACHE_FLOOR = 256 << 10
 
 
@@ -269,8 +269,10 @@ class LdaGibbs(Model):
         self._share_counts()
 
     def _count_budget(self):
-        """Bytes of dense scratch for build_counts: about 1 per token, within 256 KiB .. 64 MiB."""
-        return int(min(64 << 20, max(256 << 10, self.N)))
+        """Bytes of dense scratch for build_counts: half a byte per token, within 256 KiB .. 64 MiB
+        (it sets the peak of memory: at a byte per token the movie reviews peaked at 8.0 bytes per
+        token, at half a byte 7.5; a smaller table only means more passes over the tokens)."""
+        return int(min(64 << 20, max(256 << 10, self.N // 2)))
 
     def _share_counts(self):
         """Every thread's copies of the counts (the totals; under copy-merge n_kw too) := the counts."""
