@@ -176,12 +176,15 @@ def test_partition_in_chunks(small_corpus, monkeypatch):
     assert np.array_equal(straight.z, resumed.z)
 
 
+@pytest.mark.parametrize("sampler", ["sparse", "dense"])
 @pytest.mark.parametrize("threads", [2, 3])
-def test_partition_barrier_kernel_equals_round_by_round(small_corpus, monkeypatch, threads):
+def test_partition_barrier_kernel_equals_round_by_round(small_corpus, monkeypatch, threads, sampler):
     """The sweep with the barrier inside the kernel (one call per thread per sweep) and the sweep
     driven round by round from Python are the same schedule: the same model, bit for bit."""
     from topictool.models.lda_gibbs import model as lda_model
 
+    if sampler == "dense":
+        force_dense(monkeypatch, fraction=0.0)
     monkeypatch.setattr(lda_model, "CACHE_FLOOR", 0)
     monkeypatch.setattr(lda_model, "CACHE_BYTES_PER_TOKEN", 0.1)  # several chunks
     o = opts(K=6, optimize_alpha=True, optimize_burn_in=2, optimize_interval=3)
@@ -190,8 +193,7 @@ def test_partition_barrier_kernel_equals_round_by_round(small_corpus, monkeypatc
         monkeypatch.setattr(lda_model, "BARRIERS", barriers)
         m = LdaGibbs(small_corpus, o, rng_seed=7, threads=threads)
         assert m.chunk_ptr.shape[1] - 1 >= 2
-        for _ in range(8):
-            m.step()
+        assert set(run(m, 8)) == {sampler}
         m.check_invariants()
         runs.append(m)
     assert np.array_equal(runs[0].z, runs[1].z)
@@ -269,14 +271,12 @@ def force_dense(monkeypatch, fraction):
     monkeypatch.setattr(lda_model, "DENSE_TOPICS_FRACTION", fraction)
 
 
-def spy_sweeps(monkeypatch):
-    """A list that gets "dense" or "sparse" for every one-thread sweep."""
-    from topictool.models.lda_gibbs import kernels as kern
-
+def run(model, sweeps):
+    """Step ``model``; the kind of every sweep (the dense table is kept only by dense sweeps)."""
     kinds = []
-    dense, sparse = kern.dense_sweep, kern.sample_block
-    monkeypatch.setattr(kern, "dense_sweep", lambda *a: (kinds.append("dense"), dense(*a))[1])
-    monkeypatch.setattr(kern, "sample_block", lambda *a: (kinds.append("sparse"), sparse(*a))[1])
+    for _ in range(sweeps):
+        model.step()
+        kinds.append("dense" if model.n_wk is not None else "sparse")
     return kinds
 
 
@@ -285,8 +285,9 @@ def test_dense_start_on_a_large_corpus_only():
     big, _, _ = make_lda_corpus(K=4, V=30, D=40, length=60, alpha=0.2, beta=0.05, seed=1)
     assert 4 * 30 * 16 <= big.N
     assert LdaGibbs(big, opts(K=4), rng_seed=1).dense_start
+    assert LdaGibbs(big, opts(K=4), rng_seed=1, threads=2).dense_start  # partitioned
+    assert not LdaGibbs(big, opts(K=4, schedule="copy-merge"), rng_seed=1, threads=2).dense_start
     assert not LdaGibbs(big, opts(K=4, sampler="sparse"), rng_seed=1).dense_start
-    assert not LdaGibbs(big, opts(K=4), rng_seed=1, threads=2).dense_start
     assert not LdaGibbs(big, opts(K=300), rng_seed=1).dense_start  # K > DENSE_MAX_K
     small, _, _ = make_lda_corpus(K=4, V=300, D=10, length=20, alpha=0.2, beta=0.05, seed=1)
     assert not LdaGibbs(small, opts(K=4), rng_seed=1).dense_start
@@ -299,43 +300,47 @@ def test_dense_start_on_a_large_corpus_only():
         LdaGibbs(big, opts(K=4, sampler="fast"), rng_seed=1)
 
 
-def test_dense_start_switches_to_sparse_and_keeps_the_counts(small_corpus, monkeypatch):
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_dense_start_switches_to_sparse_and_keeps_the_counts(small_corpus, monkeypatch, threads):
     force_dense(monkeypatch, fraction=0.6)
-    kinds = spy_sweeps(monkeypatch)
-    m = LdaGibbs(small_corpus, opts(K=6, optimize_alpha=True, optimize_burn_in=2, optimize_interval=3), rng_seed=11)
+    o = opts(K=6, optimize_alpha=True, optimize_burn_in=2, optimize_interval=3)
+    m = LdaGibbs(small_corpus, o, rng_seed=11, threads=threads)
+    kinds = []
     for _ in range(20):
-        m.step()
+        kinds += run(m, 1)
         m.check_invariants()  # the dense table, and the sparse lists rebuilt from z, agree with z
     first_sparse = kinds.index("sparse")
     assert 3 <= first_sparse < 15 and set(kinds[:first_sparse]) == {"dense"}, kinds
     assert m.n_wk is None  # freed once sparse
+    # the dense sweeps are as good as the sparse ones: same training likelihood after 20 sweeps
+    sparse = LdaGibbs(small_corpus, opts(K=6, optimize_alpha=True, optimize_burn_in=2, optimize_interval=3,
+                                         sampler="sparse"), rng_seed=11, threads=threads)  # fmt: skip
+    run(sparse, 20)
+    assert abs(m.log_likelihood() - sparse.log_likelihood()) < 0.03 * abs(sparse.log_likelihood())
 
 
-@pytest.mark.parametrize("fraction,stop", [(0.6, 5), (0.45, 13)])
-def test_resume_across_the_switch_is_exact(small_corpus, monkeypatch, fraction, stop):
-    # 0.6: saved in the dense phase, resumed through the switch; 0.45: the mean topics per
-    # token wander about the threshold, so the sweeps go back and forth
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("fraction", [0.6, 0.45])
+def test_resume_across_the_switch_is_exact(small_corpus, monkeypatch, fraction, threads):
+    # 0.6: one switch; 0.45: the mean topics per token wander about the threshold, so the sweeps
+    # may go back and forth. Saved just before the first sparse sweep, and a few sweeps after it.
     force_dense(monkeypatch, fraction)
-    kinds = spy_sweeps(monkeypatch)
     o = opts(K=6, optimize_alpha=True, optimize_burn_in=4, optimize_interval=5)
-    straight = LdaGibbs(small_corpus, o, rng_seed=11)
-    for _ in range(40):
-        straight.step()
-    assert kinds[0] == "dense" and "sparse" in kinds[stop:40], kinds
-    if fraction < 0.5:  # back and forth: dense again after a sparse sweep
-        assert "sparse,dense" in ",".join(kinds[:40]), kinds
-    first = LdaGibbs(small_corpus, o, rng_seed=11)
-    for _ in range(stop):
-        first.step()
-    arrays = {k: np.array(v) for k, v in first.state().items()}
-    resumed = LdaGibbs.from_state(small_corpus, o, arrays)
-    for _ in range(40 - stop):
-        resumed.step()
-    assert np.array_equal(straight.z, resumed.z)
-    assert np.array_equal(straight.rng, resumed.rng)
-    assert np.array_equal(straight.alpha, resumed.alpha)
-    assert straight.log_likelihood() == resumed.log_likelihood()
-    assert kinds[:40] == kinds[40:], kinds  # the saved and resumed run chose as the straight one
+    straight = LdaGibbs(small_corpus, o, rng_seed=11, threads=threads)
+    kinds = run(straight, 40)
+    first_sparse = kinds.index("sparse")
+    assert first_sparse > 1, kinds
+    for stop in (first_sparse - 1, first_sparse + 3):
+        first = LdaGibbs(small_corpus, o, rng_seed=11, threads=threads)
+        again = run(first, stop)
+        arrays = {k: np.array(v) for k, v in first.state().items()}
+        resumed = LdaGibbs.from_state(small_corpus, o, arrays, threads=threads)
+        again += run(resumed, 40 - stop)
+        assert again == kinds  # the resumed run chose as the straight one
+        assert np.array_equal(straight.z, resumed.z)
+        assert np.array_equal(straight.rng, resumed.rng)
+        assert np.array_equal(straight.alpha, resumed.alpha)
+        assert straight.log_likelihood() == resumed.log_likelihood()
 
 
 def test_unknown_schedule_is_refused(small_corpus):

@@ -494,9 +494,11 @@ def sample_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0,
 # writes buffer p again before everyone has passed the next barrier, i.e. has finished reading it.
 @numba.njit(cache=True, nogil=True)
 def sweep_partitioned_thread(
-    t, token_ptr, words, z, tw_ptr, tw, totals, base, alpha, beta, rng, chunk_ptr, word_ptr, cache, cursor, barrier, TB
-):
-    """Thread t's cells of every chunk and round; returns the parity of the final totals."""
+    t, token_ptr, words, z, tw_ptr, tw, n_wk, totals, base, alpha, beta, rng, chunk_ptr, word_ptr, cache, cursor,
+    barrier, TB,
+):  # fmt: skip
+    """Thread t's cells of every chunk and round; returns the parity of the final totals. With a
+    dense table n_wk (W x KP; an empty one for the sparse sampler) the cells are dense_cell's."""
     T = chunk_ptr.shape[0]
     S = chunk_ptr.shape[1] - 1
     K = base.shape[1]
@@ -505,26 +507,17 @@ def sweep_partitioned_thread(
     for c in range(S):
         for r in range(T):
             b = (t + r) % T
-            sample_cell(
-                token_ptr,
-                words,
-                z,
-                tw_ptr,
-                tw,
-                totals[p, t],
-                alpha,
-                beta,
-                rng,
-                t,
-                chunk_ptr[t, c],
-                chunk_ptr[t, c + 1],
-                word_ptr[b],
-                word_ptr[b + 1],
-                r == 0,
-                cache[t],
-                cursor[t],
-                TB,
-            )
+            d0, d1, w0, w1 = chunk_ptr[t, c], chunk_ptr[t, c + 1], word_ptr[b], word_ptr[b + 1]
+            if n_wk.shape[1] > 0:
+                dense_cell(
+                    token_ptr, words, z, n_wk, totals[p, t], alpha, beta, rng, t, d0, d1, w0, w1, r == 0, cache[t],
+                    cursor[t], TB,
+                )  # fmt: skip
+            else:
+                sample_cell(
+                    token_ptr, words, z, tw_ptr, tw, totals[p, t], alpha, beta, rng, t, d0, d1, w0, w1, r == 0,
+                    cache[t], cursor[t], TB,
+                )  # fmt: skip
             barrier_wait(address)
             q = 1 - p
             for k in range(K):
@@ -860,24 +853,77 @@ def fill_dense(words, z, n_wk):
         n_wk[words[i], z[i]] += 1
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def dense_sweep(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row):
-    """One Gibbs sweep of eq. (1) over every document, on the dense table n_wk (W x KP) and the
-    totals n_k, both updated in place with z. (fastmath lets the float32 sums use SIMD: the same
-    machine gives the same draws; another vector width may order the additions differently.)"""
+# Eq. (1) over all K topics for tokens a..b-1 of one document, whose counts are in ndk and
+# coef. (fastmath lets the float32 sums use SIMD: the same machine gives the same draws; another
+# vector width may order the additions differently.)
+@numba.njit(cache=True, nogil=True, fastmath=True, inline="always")
+def _dense_tokens(a, b, words, z, n_wk, flat, n_k, alpha, wbeta, betaf, inv, coef, p, ndk, gen):
     K = n_k.shape[0]
     KP = n_wk.shape[1]
     chunks = KP // CHUNK
-    wbeta = n_wk.shape[0] * beta
+    for i in range(a, b):
+        if i + 2 < b:  # the row two tokens ahead, while this one is sampled
+            o = np.int64(words[i + 2]) * KP
+            for c in range(chunks):
+                prefetch(flat, o + c * CHUNK)
+        w = words[i]
+        t = z[i]
+        ndk[t] -= 1
+        n_wk[w, t] -= 1
+        n_k[t] -= 1
+        inv[t] = 1.0 / (wbeta + n_k[t])
+        coef[t] = (alpha[t] + ndk[t]) * inv[t]
+        counts = n_wk[w]
+        for k in range(KP):
+            p[k] = coef[k] * (np.float32(counts[k]) + betaf)
+        total = np.float32(0.0)
+        for k in range(KP):
+            total += p[k]
+        u = np.float32(uniform(gen, 0)) * total
+        c = 0
+        while c < chunks - 1:
+            part = np.float32(0.0)
+            for j in range(CHUNK):
+                part += p[c * CHUNK + j]
+            if u < part:
+                break
+            u -= part
+            c += 1
+        t = c * CHUNK
+        last = min(t + CHUNK, K) - 1
+        while t < last and u >= p[t]:
+            u -= p[t]
+            t += 1
+        z[i] = t
+        ndk[t] += 1
+        n_wk[w, t] += 1
+        n_k[t] += 1
+        inv[t] = 1.0 / (wbeta + n_k[t])
+        coef[t] = (alpha[t] + ndk[t]) * inv[t]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _dense_scratch(n_wk, n_k, alpha, beta):
+    """inv_k = 1 / (beta W + n_k), coef_k = alpha_k inv_k (no document; 0 for the padding
+    topics), and the p and ndk buffers."""
+    K = n_k.shape[0]
     inv = np.empty(K)
-    coef = np.zeros(KP, np.float32)  # (alpha_k + n_dk) / (beta W + n_k); 0 for the padding
-    p = np.empty(KP, np.float32)
-    ndk = np.zeros(K, np.int32)
-    betaf = np.float32(beta)
+    coef = np.zeros(n_wk.shape[1], np.float32)
+    for k in range(K):
+        inv[k] = 1.0 / (n_wk.shape[0] * beta + n_k[k])
+        coef[k] = alpha[k] * inv[k]
+    return inv, coef, np.empty(n_wk.shape[1], np.float32), np.zeros(K, np.int32)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def dense_sweep(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row):
+    """One Gibbs sweep of eq. (1) over every document, on the dense table n_wk (W x KP) and the
+    totals n_k, both updated in place with z."""
+    K = n_k.shape[0]
+    wbeta = n_wk.shape[0] * beta
+    inv, coef, p, ndk = _dense_scratch(n_wk, n_k, alpha, beta)
     flat = n_wk.reshape(n_wk.size)
     gen = rng[row : row + 1].copy()
-    for k in range(K):
-        inv[k] = 1.0 / (wbeta + n_k[k])
     for d in range(token_ptr.shape[0] - 1):
         a = token_ptr[d]
         b = token_ptr[d + 1]
@@ -885,49 +931,62 @@ def dense_sweep(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row):
             ndk[z[i]] += 1
         for k in range(K):
             coef[k] = (alpha[k] + ndk[k]) * inv[k]
-        for i in range(a, b):
-            if i + 2 < b:  # the row two tokens ahead, while this one is sampled
-                o = np.int64(words[i + 2]) * KP
-                for c in range(chunks):
-                    prefetch(flat, o + c * CHUNK)
-            w = words[i]
-            t = z[i]
-            ndk[t] -= 1
-            n_wk[w, t] -= 1
-            n_k[t] -= 1
-            inv[t] = 1.0 / (wbeta + n_k[t])
-            coef[t] = (alpha[t] + ndk[t]) * inv[t]
-            counts = n_wk[w]
-            for k in range(KP):
-                p[k] = coef[k] * (np.float32(counts[k]) + betaf)
-            total = np.float32(0.0)
-            for k in range(KP):
-                total += p[k]
-            u = np.float32(uniform(gen, 0)) * total
-            c = 0
-            while c < chunks - 1:
-                part = np.float32(0.0)
-                for j in range(CHUNK):
-                    part += p[c * CHUNK + j]
-                if u < part:
-                    break
-                u -= part
-                c += 1
-            t = c * CHUNK
-            last = min(t + CHUNK, K) - 1
-            while t < last and u >= p[t]:
-                u -= p[t]
-                t += 1
-            z[i] = t
-            ndk[t] += 1
-            n_wk[w, t] += 1
-            n_k[t] += 1
-            inv[t] = 1.0 / (wbeta + n_k[t])
-            coef[t] = (alpha[t] + ndk[t]) * inv[t]
+        _dense_tokens(a, b, words, z, n_wk, flat, n_k, alpha, wbeta, np.float32(beta), inv, coef, p, ndk, gen)
         for i in range(a, b):
             k = z[i]
             ndk[k] = 0
             coef[k] = alpha[k] * inv[k]
+    rng[row, :] = gen[0, :]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def dense_cell(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row, d0, d1, w0, w1, fresh, cache, cursor, TB):
+    """sample_cell on the dense table: the same cell, cache and cursors, the dense sampler."""
+    K = n_k.shape[0]
+    wbeta = n_wk.shape[0] * beta
+    inv, coef, p, ndk = _dense_scratch(n_wk, n_k, alpha, beta)
+    flat = n_wk.reshape(n_wk.size)
+    gen = rng[row : row + 1].copy()
+    mask = (1 << TB) - 1
+    slot = 0
+    for d in range(d0, d1):
+        a = token_ptr[d]
+        b = token_ptr[d + 1]
+        cap = min(b - a, K)
+        if fresh:
+            i0 = _first_at_least(words, a, b, w0)
+        elif w0 == 0:
+            i0 = a
+        else:
+            i0 = a + cursor[d - d0]
+        i1 = i0
+        while i1 < b and words[i1] < w1:
+            i1 += 1
+        cursor[d - d0] = i1 - a
+        if i0 == i1 and not fresh:
+            slot += cap
+            continue
+        if fresh:
+            for i in range(a, b):
+                ndk[z[i]] += 1
+        else:
+            j = 0
+            while j < cap and cache[slot + j] != 0:
+                ndk[cache[slot + j] & mask] = cache[slot + j] >> TB
+                j += 1
+        for k in range(K):
+            coef[k] = (alpha[k] + ndk[k]) * inv[k]
+        _dense_tokens(i0, i1, words, z, n_wk, flat, n_k, alpha, wbeta, np.float32(beta), inv, coef, p, ndk, gen)
+        j = 0
+        for k in range(K):  # to the cache, and back to no document
+            if ndk[k] != 0:
+                cache[slot + j] = (np.int64(ndk[k]) << TB) | k
+                j += 1
+                ndk[k] = 0
+                coef[k] = alpha[k] * inv[k]
+        if j < cap:
+            cache[slot + j] = 0
+        slot += cap
     rng[row, :] = gen[0, :]
 
 

@@ -89,6 +89,7 @@ HYPER_FLOOR = 1e-12
 # How threads share the sweep (module docstring).
 SCHEDULES = ("partition", "copy-merge")
 SAMPLERS = ("auto", "sparse")
+NO_TABLE = np.zeros((0, 0), dtype=np.int32)  # the partitioned kernel's "no dense table"
 # the dense start (module docstring, "Sampler")
 DENSE_SWEEPS = 100  # never after this many sweeps
 DENSE_MAX_K = 256  # its cost grows with K; SparseLDA's with the topics a word has
@@ -100,11 +101,11 @@ CACHE_BYTES_PER_TOKEN = 0.5
 CACHE_FLOOR = 256 << 10
 
 
-def _dense_start(K, W, N, threads, sampler):
+def _dense_start(K, W, N, threads, sampler, schedule):
     """Whether one process of lda-gibbs starts with dense sweeps (module docstring, "Sampler")."""
     return (
         sampler == "auto"
-        and int(threads) == 1
+        and (int(threads) == 1 or schedule == "partition")
         and K <= DENSE_MAX_K
         and 4 * W * kern.dense_width(K) <= DENSE_BYTES_PER_TOKEN * N
     )
@@ -159,7 +160,11 @@ class LdaGibbs(Model):
         """Base's bound; schedule=copy-merge adds each thread's copy of the word-topic slots."""
         K = int(options.get("K", 1))
         copies = int(threads) * 4 * min(N, K * W) if int(threads) > 1 and options.get("schedule") == "copy-merge" else 0
-        dense = 4 * W * kern.dense_width(K) if _dense_start(K, W, N, threads, options.get("sampler", "auto")) else 0
+        dense = (
+            4 * W * kern.dense_width(K)
+            if _dense_start(K, W, N, threads, options.get("sampler", "auto"), options.get("schedule", "partition"))
+            else 0
+        )
         return super().memory_estimate(D, W, N, options, threads) + copies + dense
 
     def check_options(self, opts):
@@ -203,7 +208,9 @@ class LdaGibbs(Model):
             self._allocate_cells(local_freq)
         elif threads > 1:
             self.tw_local = np.zeros((threads, len(self.tw)), dtype=self.tw.dtype)
-        self.dense_start = self.engine is None and _dense_start(self.K, self.W, self.N, threads, self.opts["sampler"])
+        self.dense_start = self.engine is None and _dense_start(
+            self.K, self.W, self.N, threads, self.opts["sampler"], self.opts["schedule"]
+        )
         self.freq = local_freq if self.dense_start else None  # for the mean topics per token
         self.n_wk = None  # the dense table while the dense start runs, made at its first sweep
         self.tw_stale = False  # tw and n_k behind the dense table (rebuilt when read)
@@ -287,11 +294,18 @@ class LdaGibbs(Model):
         """One Gibbs sweep over every token, then the hyperparameter update when due."""
         if self.engine is not None:
             np.copyto(self.z_prev, self.z)
-        if self.threads == 1 and self._dense_sweep_due():
-            self._sweep_dense()
-        elif self.threads == 1:
+        dense = self._dense_sweep_due()
+        if dense and self.n_wk is None:
+            self.n_wk = np.zeros((self.W, kern.dense_width(self.K)), dtype=np.int32)
+            kern.fill_dense(self.words, self.z, self.n_wk)
+        elif not dense:
             self._sparse_counts()
             self.n_wk = None
+        if self.threads == 1 and dense:
+            kern.dense_sweep(
+                self.token_ptr, self.words, self.z, self.n_wk, self.n_k, self.alpha, self.beta, self.rng, 0
+            )
+        elif self.threads == 1:
             kern.sample_block(
                 self.token_ptr,
                 self.words,
@@ -308,9 +322,10 @@ class LdaGibbs(Model):
                 self.TB,
             )
         elif self.partitioned:
-            self._sweep_partitioned()
+            self._sweep_partitioned(self.n_wk if dense else NO_TABLE)
         else:
             self._sweep_copy_merge()
+        self.tw_stale = dense
         self.iteration += 1
         exchange = {}
         if self.engine is not None:
@@ -345,23 +360,17 @@ class LdaGibbs(Model):
             topics = kern.sparse_topics(self.freq, self.tw_ptr, self.tw)
         return topics > DENSE_TOPICS_FRACTION * self.K * self.N
 
-    def _sweep_dense(self):
-        if self.n_wk is None:
-            self.n_wk = np.zeros((self.W, kern.dense_width(self.K)), dtype=np.int32)
-            kern.fill_dense(self.words, self.z, self.n_wk)
-        kern.dense_sweep(self.token_ptr, self.words, self.z, self.n_wk, self.n_k, self.alpha, self.beta, self.rng, 0)
-        self.tw_stale = True
-
     def _sparse_counts(self):
         """tw and n_k up to date with z (after dense sweeps they are rebuilt when read)."""
         if self.tw_stale:
             kern.build_counts(self.words, self.z, self.tw_ptr, self.tw, self.n_k, self.TB, self._count_budget())
             self.tw_stale = False
 
-    def _sweep_partitioned(self):
+    def _sweep_partitioned(self, n_wk):
         """T rounds per chunk; round r: thread t samples (its chunk, word block (t + r) mod T).
         With POSIX barriers each thread runs all its rounds in one kernel call, waiting for the
-        others between rounds inside the kernel; else one Workers.run per round."""
+        others between rounds inside the kernel; else one Workers.run per round. The cells are
+        dense with a dense table n_wk, sparse with NO_TABLE."""
         T = self.threads
         if self.cache is None:
             cache_shape, cache_dtype, cursor_shape, cursor_dtype = self._cells
@@ -384,6 +393,7 @@ class LdaGibbs(Model):
                     self.z,
                     self.tw_ptr,
                     self.tw,
+                    n_wk,
                     self._totals,
                     self._base,
                     self.alpha,
@@ -402,31 +412,19 @@ class LdaGibbs(Model):
             self.n_k_local[:] = self.n_k
             return
         S = self.chunk_ptr.shape[1] - 1
+        common = (self.alpha, self.beta, self.rng)
         for c in range(S):
             for r in range(T):
 
                 def cell(t, c=c, r=r):
                     b = (t + r) % T
-                    kern.sample_cell(
-                        self.token_ptr,
-                        self.words,
-                        self.z,
-                        self.tw_ptr,
-                        self.tw,
-                        self.n_k_local[t],
-                        self.alpha,
-                        self.beta,
-                        self.rng,
-                        t,
-                        self.chunk_ptr[t, c],
-                        self.chunk_ptr[t, c + 1],
-                        self.word_ptr[b],
-                        self.word_ptr[b + 1],
-                        r == 0,
-                        self.cache[t],
-                        self.cursor[t],
-                        self.TB,
-                    )
+                    where = (self.chunk_ptr[t, c], self.chunk_ptr[t, c + 1], self.word_ptr[b], self.word_ptr[b + 1])
+                    rest = (*where, r == 0, self.cache[t], self.cursor[t], self.TB)
+                    if n_wk.shape[1]:
+                        kern.dense_cell(self.token_ptr, self.words, self.z, n_wk, self.n_k_local[t], *common, t, *rest)
+                    else:
+                        tables = (self.tw_ptr, self.tw, self.n_k_local[t])
+                        kern.sample_cell(self.token_ptr, self.words, self.z, *tables, *common, t, *rest)
 
                 self.workers.run(cell)
                 kern.reconcile_totals(self.n_k, self.n_k_local)
