@@ -21,7 +21,8 @@ Per configuration (JSON with --json FILE):
   bytes_per_token      (peak RSS - RSS before the model was built) / training tokens
   model_bytes_per_token  the model's own numpy arrays / training tokens (topictool only)
   array_peak_bytes_per_token  the peak of numpy's allocations from building the model to the
-                       last step (tracemalloc), temporaries included / training tokens
+                       end of its second step (tracemalloc, in an untimed model of its own),
+                       temporaries included / training tokens
   perplexity           held-out document-completion perplexity (every:5 held out, topictool's
                        scorer for every tool) after the last step
 """
@@ -82,7 +83,16 @@ def run_topictool(a, threads, out):
     warm.snapshot()
     del warm
     before = rss_mb()
-    tracemalloc.start()  # numpy's allocations: the model's arrays and every temporary
+    # numpy's allocations (the model's arrays and every temporary) in a model of its own, built
+    # and stepped twice: tracemalloc's hooks take the GIL at every allocation, numba's inside
+    # nogil kernels included, which would slow the timed threads (64 threads: 5x the CPU)
+    tracemalloc.start()
+    traced_model = cls(corpus, options, a.seed, threads=threads)
+    for _ in range(2):
+        traced_model.step()
+    traced = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    del traced_model
     t0, c0 = time.perf_counter(), time.process_time()
     m = cls(corpus, options, a.seed, threads=threads)
     tokens = 0
@@ -94,8 +104,6 @@ def run_topictool(a, threads, out):
         steady += m.step_tokens(m.step())
     t2, c2 = time.perf_counter(), time.process_time()
     peak = peak_mb()  # before the snapshot's dense phi
-    traced = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
     m.snapshot().save(out / "model.npz")
     return {
         "first_tokens_per_s": tokens / (t1 - t0) if a.first else None,

@@ -63,11 +63,13 @@ of a large corpus still go: a word has most of the K topics (93 slots per token 
 1, 47 at sweep 8, 23 at sweep 20), and the pass over its slots costs about 1 ns a slot
 even in cache; tomotopy's dense AVX-512 sampler costs the same per token at any sweep.
 
-Threads (AD-LDA, Newman et al. 2009, as Mallet's WorkerRunnable): the documents are
-cut into contiguous blocks of about equal token counts; `sweep_parallel` samples
+Threads: the partitioned schedule's kernels (`sample_cell`, `dense_cell`,
+`sweep_partitioned_thread`) are below, and model.py's docstring explains the schedule. The
+AD-LDA schedule (``schedule=copy-merge``; Newman et al. 2009, as Mallet's WorkerRunnable)
+cuts the documents into contiguous blocks of about equal token counts; `sample_block` samples
 block t against its own copy of the word lists and topic totals with RNG row t, and
-`merge_parallel` then adds the copies' changes to the global counts and hands every
-thread the merged, canonical lists. Nothing depends on thread scheduling, so the
+`merge_words` then adds the copies' changes to the global counts and hands every thread the
+merged, canonical lists. Nothing depends on thread scheduling, so the
 same (seed, threads) gives the same result. Two threads on the same machine and
 state: 22.7 M tokens/s (1.79x one thread's 12.7 M in that run; sweep 26.5 ms + merge
 2.7 ms), measured with the four-partial-sums q loop mentioned above. Each thread draws
@@ -422,6 +424,23 @@ def sample_block(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0
 # of O(length) to recount.
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _cell_tokens(words, a, b, w0, w1, fresh, cursor, j):
+    """The run [i0, i1) of document tokens a..b-1 whose word is in [w0, w1); cursor[j] keeps where
+    the next word block's run starts (the blocks are visited in ascending order, wrapping once)."""
+    if fresh:
+        i0 = _first_at_least(words, a, b, w0)
+    elif w0 == 0:
+        i0 = a
+    else:
+        i0 = a + cursor[j]
+    i1 = i0
+    while i1 < b and words[i1] < w1:
+        i1 += 1
+    cursor[j] = i1 - a
+    return i0, i1
+
+
 @numba.njit(cache=True, nogil=True)
 def sample_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, fresh, cache, cursor, TB):
     """Resample the tokens of documents [d0, d1) whose word is in [w0, w1), against n_k (this
@@ -444,16 +463,7 @@ def sample_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0,
         a = token_ptr[d]
         b = token_ptr[d + 1]
         cap = min(b - a, K)
-        if fresh:
-            i0 = _first_at_least(words, a, b, w0)
-        elif w0 == 0:
-            i0 = a
-        else:
-            i0 = a + cursor[d - d0]
-        i1 = i0
-        while i1 < b and words[i1] < w1:
-            i1 += 1
-        cursor[d - d0] = i1 - a
+        i0, i1 = _cell_tokens(words, a, b, w0, w1, fresh, cursor, d - d0)
         if i0 == i1 and not fresh:  # no token of the document in this word block
             slot += cap
             continue
@@ -953,17 +963,8 @@ def dense_cell(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row, d0, d1, w0
         a = token_ptr[d]
         b = token_ptr[d + 1]
         cap = min(b - a, K)
-        if fresh:
-            i0 = _first_at_least(words, a, b, w0)
-        elif w0 == 0:
-            i0 = a
-        else:
-            i0 = a + cursor[d - d0]
-        i1 = i0
-        while i1 < b and words[i1] < w1:
-            i1 += 1
-        cursor[d - d0] = i1 - a
-        if i0 == i1 and not fresh:
+        i0, i1 = _cell_tokens(words, a, b, w0, w1, fresh, cursor, d - d0)
+        if i0 == i1 and not fresh:  # no token of the document in this word block
             slot += cap
             continue
         if fresh:
@@ -978,7 +979,9 @@ def dense_cell(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row, d0, d1, w0
             coef[k] = (alpha[k] + ndk[k]) * inv[k]
         _dense_tokens(i0, i1, words, z, n_wk, flat, n_k, alpha, wbeta, np.float32(beta), inv, coef, p, ndk, gen)
         j = 0
-        for k in range(K):  # to the cache, and back to no document
+        # to the cache, and back to no document: sample_cell's loop, but over all K topics (the
+        # dense sampler keeps no list of the document's topics)
+        for k in range(K):
             if ndk[k] != 0:
                 cache[slot + j] = (np.int64(ndk[k]) << TB) | k
                 j += 1

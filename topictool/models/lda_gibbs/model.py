@@ -31,14 +31,16 @@ wait for each other: a POSIX barrier inside the kernel, so that a sweep is one W
 (where the C library lacks POSIX barriers, one Workers.run per round), and each thread draws
 from its own random stream, so the same (seed, threads) gives the same model.
 
-Sampler (``sampler=auto``, the default): one thread starts with a dense sampler (kernels.py,
+Sampler (``sampler=auto``, the default): training starts with a dense sampler (kernels.py,
 "The dense start") while the words still have most of the K topics, and switches to SparseLDA
 once the average token's word has at most K/5 of them (both exact Gibbs; eq. (1) of kernels.py
 either way). The choice is made before every sweep from the counts alone (so a resumed run
-chooses as the straight one did), only in the first DENSE_SWEEPS sweeps, only with one thread
-and one process, K <= DENSE_MAX_K, and when the dense table (W x K rounded up to 16, 4 bytes
-each) costs at most DENSE_BYTES_PER_TOKEN per token: a large corpus, whose first sweeps are
-where SparseLDA is slow. ``sampler=sparse`` uses SparseLDA from the start.
+chooses as the straight one did), only in the first DENSE_SWEEPS sweeps, only in one process
+with one thread or the partitioned schedule (whose cells then run kernels.dense_cell: the
+word blocks keep the dense table's rows apart as they keep the slot lists apart), K <=
+DENSE_MAX_K, and when the dense table (W x K rounded up to 16, 4 bytes each) costs at most
+DENSE_BYTES_PER_TOKEN per token: a large corpus, whose first sweeps are where SparseLDA is
+slow. ``sampler=sparse`` uses SparseLDA from the start.
 
 ``schedule=copy-merge`` is AD-LDA (Newman et al. 2009, Mallet's WorkerRunnable): every thread
 samples its document block against its own copy of n_kw and n_k for a whole sweep, and the
