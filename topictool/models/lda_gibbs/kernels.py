@@ -1016,3 +1016,17 @@ def sparse_topics(freq, tw_ptr, tw):
             j += 1
         total += freq[w] * (j - tw_ptr[w])
     return total
+
+
+@numba.njit(cache=True, nogil=True)
+def capped_sums(token_ptr, cap, cuts):
+    """(sums, longest): for each run of documents [cuts[i], cuts[i + 1]) the sum of min(length,
+    cap) over its documents, and the longest of those lengths (capped) over all the runs."""
+    sums = np.zeros(cuts.shape[0] - 1, np.int64)
+    longest = 0
+    for i in range(cuts.shape[0] - 1):
+        for d in range(cuts[i], cuts[i + 1]):
+            n = min(token_ptr[d + 1] - token_ptr[d], cap)
+            sums[i] += n
+            longest = max(longest, n)
+    return sums, longest

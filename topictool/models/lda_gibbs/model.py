@@ -233,20 +233,22 @@ class LdaGibbs(Model):
         self.word_ptr = token_blocks(np.concatenate([[0], np.cumsum(freq)]), T)
         # chunks: each thread's documents cut into S runs of about equal tokens, S the same for
         # every thread (the rounds are common) and large enough to bound the caches
-        lengths = np.diff(self.token_ptr)
-        slots = np.concatenate([[0], np.cumsum(np.minimum(lengths, K))])
-        dtype = kern.packed_dtype(K, int(lengths.max(initial=1)))
+        # (the cache slots of a run of documents, min(length, K) each, summed by a kernel: with
+        # short documents a per-document array would weigh more than the tokens themselves)
+        longest = int(kern.capped_sums(self.token_ptr, 2**62, np.array([0, self.D]))[1])
+        dtype = kern.packed_dtype(K, longest)
         budget = max(CACHE_FLOOR, CACHE_BYTES_PER_TOKEN * self.N)
-        S = max(1, int(np.ceil(slots[-1] * np.dtype(dtype).itemsize / budget)))
+        total = int(kern.capped_sums(self.token_ptr, K, np.array([0, self.D]))[0][0])
+        S = max(1, int(np.ceil(total * np.dtype(dtype).itemsize / budget)))
         self.chunk_ptr = np.zeros((T, S + 1), dtype=np.int64)
         need = 1
         for t in range(T):
             d0, d1 = int(self.block_ptr[t]), int(self.block_ptr[t + 1])
             cuts = token_blocks(self.token_ptr[d0 : d1 + 1] - self.token_ptr[d0], S) + d0
             self.chunk_ptr[t] = cuts
-            need = max(need, int(np.max(slots[cuts[1:]] - slots[cuts[:-1]], initial=1)))
+            need = max(need, int(kern.capped_sums(self.token_ptr, K, cuts)[0].max(initial=1)))
         docs = int(np.max(self.chunk_ptr[:, 1:] - self.chunk_ptr[:, :-1], initial=1))
-        cursor = np.int32 if lengths.max(initial=0) < 2**31 else np.int64
+        cursor = np.int32 if longest < 2**31 else np.int64
         # made at the first sweep, after the count rebuild's scratch is gone (a lower peak)
         self._cells = ((T, need), dtype, (T, docs), cursor)
         self.cache = self.cursor = None
