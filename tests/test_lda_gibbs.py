@@ -232,7 +232,7 @@ def test_one_draw_follows_the_conditional_over_many_topics(sampler):
     trials = 30000
     if sampler == "dense":
         table = np.zeros((W, kern.dense_width(K)), np.int32)
-        kern.fill_dense(words, z, table)
+        kern.dense_counts(words, z, table.shape[1], table.reshape(-1))
         totals = np.bincount(z, minlength=K).astype(np.int32)
         for _ in range(trials):
             zz, tt, nk = z.copy(), table.copy(), totals.copy()

@@ -783,7 +783,8 @@ def dense_changes(words, z_prev, z, K, delta):
 
 @numba.njit(cache=True, nogil=True)
 def dense_counts(words, z, K, counts):
-    """counts[w K + k] (zeroed here): n_kw of these tokens, word-major."""
+    """counts[w K + k] (zeroed here): n_kw of these tokens, word-major, rows of K (the dense
+    start's table passes its padded width)."""
     counts[:] = 0
     for i in range(z.shape[0]):
         counts[np.int64(words[i]) * K + z[i]] += 1
@@ -853,14 +854,6 @@ CHUNK = 16  # topics per chunk: one AVX-512 vector of float32
 def dense_width(K):
     """K rounded up to whole chunks: the row length of the dense table."""
     return -(-int(K) // CHUNK) * CHUNK
-
-
-@numba.njit(cache=True, nogil=True)
-def fill_dense(words, z, n_wk):
-    """n_wk (W x KP, zeroed here) := the counts of z by (word, topic)."""
-    n_wk[:] = 0
-    for i in range(z.shape[0]):
-        n_wk[words[i], z[i]] += 1
 
 
 # Eq. (1) over all K topics for tokens a..b-1 of one document, whose counts are in ndk and
@@ -1021,12 +1014,12 @@ def sparse_topics(freq, tw_ptr, tw):
 @numba.njit(cache=True, nogil=True)
 def capped_sums(token_ptr, cap, cuts):
     """(sums, longest): for each run of documents [cuts[i], cuts[i + 1]) the sum of min(length,
-    cap) over its documents, and the longest of those lengths (capped) over all the runs."""
+    cap) over its documents, and the longest document of all the runs (not capped)."""
     sums = np.zeros(cuts.shape[0] - 1, np.int64)
     longest = 0
     for i in range(cuts.shape[0] - 1):
         for d in range(cuts[i], cuts[i + 1]):
-            n = min(token_ptr[d + 1] - token_ptr[d], cap)
-            sums[i] += n
+            n = token_ptr[d + 1] - token_ptr[d]
+            sums[i] += min(n, cap)
             longest = max(longest, n)
     return sums, longest

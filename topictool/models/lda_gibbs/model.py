@@ -235,10 +235,10 @@ class LdaGibbs(Model):
         # every thread (the rounds are common) and large enough to bound the caches
         # (the cache slots of a run of documents, min(length, K) each, summed by a kernel: with
         # short documents a per-document array would weigh more than the tokens themselves)
-        longest = int(kern.capped_sums(self.token_ptr, 2**62, np.array([0, self.D]))[1])
+        sums, longest = kern.capped_sums(self.token_ptr, K, np.array([0, self.D]))
+        total, longest = int(sums[0]), int(longest)
         dtype = kern.packed_dtype(K, longest)
         budget = max(CACHE_FLOOR, CACHE_BYTES_PER_TOKEN * self.N)
-        total = int(kern.capped_sums(self.token_ptr, K, np.array([0, self.D]))[0][0])
         S = max(1, int(np.ceil(total * np.dtype(dtype).itemsize / budget)))
         self.chunk_ptr = np.zeros((T, S + 1), dtype=np.int64)
         need = 1
@@ -301,7 +301,7 @@ class LdaGibbs(Model):
         dense = self._dense_sweep_due()
         if dense and self.n_wk is None:
             self.n_wk = np.zeros((self.W, kern.dense_width(self.K)), dtype=np.int32)
-            kern.fill_dense(self.words, self.z, self.n_wk)
+            kern.dense_counts(self.words, self.z, self.n_wk.shape[1], self.n_wk.reshape(-1))
         elif not dense:
             self._sparse_counts()
             self.n_wk = None
@@ -359,8 +359,7 @@ class LdaGibbs(Model):
             return False
         if self.n_wk is not None:
             topics = kern.dense_topics(self.freq, self.n_wk)
-        else:
-            self._sparse_counts()
+        else:  # (tw is stale only while the dense table is kept)
             topics = kern.sparse_topics(self.freq, self.tw_ptr, self.tw)
         return topics > DENSE_TOPICS_FRACTION * self.K * self.N
 
@@ -573,7 +572,7 @@ class LdaGibbs(Model):
         N = self._N_total()
         if self.n_wk is not None:
             n_wk = np.zeros_like(self.n_wk)
-            kern.fill_dense(self.words, self.z, n_wk)
+            kern.dense_counts(self.words, self.z, n_wk.shape[1], n_wk.reshape(-1))
             if not np.array_equal(n_wk, self.n_wk):
                 fail("the dense n_kw disagrees with z")
         self._sparse_counts()
