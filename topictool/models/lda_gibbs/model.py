@@ -100,6 +100,15 @@ DENSE_TOPICS_FRACTION = 1 / 5  # dense while the mean topics per token's word ex
 # The partition schedule's caches of n_dk hold at most about this many bytes per token
 # (and at least CACHE_FLOOR bytes in all), which sets the number of chunks.
 CACHE_BYTES_PER_TOKEN = 0.5
+# A token of a word with many topics costs more (a longer q walk) than one of a rare word: word
+# blocks balance tokens x (1 + this x min(frequency, K) / K). Movie reviews, K = 100, 2 lanes: by
+# tokens alone the frequent words' block took 14% longer and each round waited for it; at 0.5 a
+# sweep on 2 threads took 15.9 ms against 16.7, 2 ranks 16.9 against 17.4 (medians, sweeps 100-200).
+WORD_BLOCK_COST = 0.5
+# MPI ranks: every chunk costs G exchanges of word blocks between processes (microseconds between
+# threads, a few hundred between ranks), so a rank's caches may take 2 bytes per token: on the
+# movie reviews one chunk (2 rounds a sweep at 2 ranks) instead of 3
+RANK_CACHE_BYTES_PER_TOKEN = 2.0
 CACHE_FLOOR = 256 << 10
 
 
@@ -190,6 +199,9 @@ class LdaGibbs(Model):
         self.z = np.zeros(self.N, dtype=np.int16 if self.K < 32768 else np.int32)
         self.TB = kern.topic_bits(self.K)
         local_freq = kern.word_frequencies(self.words, self.W)
+        # lanes: the threads of every rank (rank r's thread t is lane r*threads + t)
+        self.lanes = threads * (self.engine.size if self.engine is not None else 1)
+        self.partitioned = self.lanes > 1 and self.opts["schedule"] == "partition"
         if self.engine is None:
             self.block_ptr = token_blocks(self.token_ptr, threads)
             freq = local_freq
@@ -197,17 +209,17 @@ class LdaGibbs(Model):
             self.block_ptr = np.asarray(self.corpus.block_ptr, dtype=np.int64)
             self.N_total = int(self.corpus.N_total)
             freq = self.engine.sum(local_freq)  # n_kw covers every rank's tokens
-            self.z_prev = np.zeros_like(self.z)
-            self._dense = None
+            if not self.partitioned:  # AD-LDA's exchange compares z before and after a sweep
+                self.z_prev = np.zeros_like(self.z)
+                self._dense = None
         self.tw_ptr = kern.word_slots(freq, self.K)
         self.tw = np.zeros(self.tw_ptr[-1], dtype=kern.packed_dtype(self.K, int(freq.max())))
         self.n_k = np.zeros(self.K, dtype=np.int32)
-        self.partitioned = threads > 1 and self.opts["schedule"] == "partition"
-        if threads > 1:
+        if threads > 1 or self.partitioned:
             self.n_k_local = np.zeros((threads, self.K), dtype=np.int32)
         self._barrier = None  # the partitioned sweep's, made on first use
         if self.partitioned:
-            self._allocate_cells(local_freq)
+            self._allocate_cells(freq)
         elif threads > 1:
             self.tw_local = np.zeros((threads, len(self.tw)), dtype=self.tw.dtype)
         self.dense_start = self.engine is None and _dense_start(
@@ -223,22 +235,27 @@ class LdaGibbs(Model):
         self.beta = float(self.opts["beta"])
 
     def _allocate_cells(self, freq):
-        """The partition schedule's word blocks (from this process's word frequencies ``freq``),
-        chunks and n_dk caches (module docstring)."""
+        """The partition schedule's word blocks (from the whole corpus's word frequencies
+        ``freq``), chunks and n_dk caches (module docstring)."""
         T, K = self.threads, self.K
         if not words_ascending(self.token_ptr, self.words):
             raise RuntimeError("lda-gibbs partition schedule: a document's tokens are not in word order")
-        # word blocks: runs of word ids of about N/T tokens each (a frequent word cannot be split),
-        # cut as documents are: by the running total of tokens
-        self.word_ptr = token_blocks(np.concatenate([[0], np.cumsum(freq)]), T)
+        # word blocks: runs of word ids of about equal cost (a frequent word cannot be split), cut
+        # as documents are, by a running total: of tokens weighted by WORD_BLOCK_COST
+        weight = freq * (1.0 + WORD_BLOCK_COST * np.minimum(freq, K) / K)
+        self.word_ptr = token_blocks(np.concatenate([[0], np.cumsum(np.round(16 * weight))]), self.lanes)
         # chunks: each thread's documents cut into S runs of about equal tokens, S the same for
-        # every thread (the rounds are common) and large enough to bound the caches
+        # every lane (the rounds are common, on every rank) and large enough to bound the caches
         # (the cache slots of a run of documents, min(length, K) each, summed by a kernel: with
         # short documents a per-document array would weigh more than the tokens themselves)
         sums, longest = kern.capped_sums(self.token_ptr, K, np.array([0, self.D]))
         total, longest = int(sums[0]), int(longest)
-        dtype = kern.packed_dtype(K, longest)
         budget = max(CACHE_FLOOR, CACHE_BYTES_PER_TOKEN * self.N)
+        if self.engine is not None:  # S from the whole corpus: the same on every rank
+            total = int(self.engine.sum(np.array([total], dtype=np.int64))[0])
+            longest = int(self.engine.max(np.array([longest], dtype=np.int64))[0])
+            budget = max(CACHE_FLOOR, RANK_CACHE_BYTES_PER_TOKEN * self.N_total)
+        dtype = kern.packed_dtype(K, longest)
         S = max(1, int(np.ceil(total * np.dtype(dtype).itemsize / budget)))
         self.chunk_ptr = np.zeros((T, S + 1), dtype=np.int64)
         need = 1
@@ -287,7 +304,7 @@ class LdaGibbs(Model):
 
     def _share_counts(self):
         """Every thread's copies of the counts (the totals; under copy-merge n_kw too) := the counts."""
-        if self.threads > 1:
+        if self.threads > 1 or self.partitioned:
             self.n_k_local[:] = self.n_k
             if not self.partitioned:
                 self.tw_local[:] = self.tw
@@ -296,7 +313,8 @@ class LdaGibbs(Model):
 
     def step(self):
         """One Gibbs sweep over every token, then the hyperparameter update when due."""
-        if self.engine is not None:
+        ranks = self.engine is not None
+        if ranks and not self.partitioned:
             np.copyto(self.z_prev, self.z)
         dense = self._dense_sweep_due()
         if dense and self.n_wk is None:
@@ -305,7 +323,9 @@ class LdaGibbs(Model):
         elif not dense:
             self._sparse_counts()
             self.n_wk = None
-        if self.threads == 1 and dense:
+        if ranks and self.partitioned:
+            self._sweep_ranks()
+        elif self.threads == 1 and dense:
             kern.dense_sweep(
                 self.token_ptr, self.words, self.z, self.n_wk, self.n_k, self.alpha, self.beta, self.rng, 0
             )
@@ -332,8 +352,8 @@ class LdaGibbs(Model):
         self.tw_stale = dense
         self.iteration += 1
         exchange = {}
-        if self.engine is not None:
-            exchange = self._exchange()
+        if ranks:
+            exchange = {"exchange": "partition"} if self.partitioned else self._exchange()
         o = self.opts
         optimized = False
         if (
@@ -375,10 +395,7 @@ class LdaGibbs(Model):
         others between rounds inside the kernel; else one Workers.run per round. The cells are
         dense with a dense table n_wk, sparse with NO_TABLE."""
         T = self.threads
-        if self.cache is None:
-            cache_shape, cache_dtype, cursor_shape, cursor_dtype = self._cells
-            self.cache = np.zeros(cache_shape, dtype=cache_dtype)
-            self.cursor = np.zeros(cursor_shape, dtype=cursor_dtype)
+        self._make_caches()
         if BARRIERS:
             if self._barrier is None:
                 self._barrier = Barrier(T)
@@ -432,6 +449,13 @@ class LdaGibbs(Model):
                 self.workers.run(cell)
                 kern.reconcile_totals(self.n_k, self.n_k_local)
 
+    def _make_caches(self):
+        """The cells' n_dk caches and cursors (made at the first sweep: a lower peak of memory)."""
+        if self.cache is None:
+            cache_shape, cache_dtype, cursor_shape, cursor_dtype = self._cells
+            self.cache = np.zeros(cache_shape, dtype=cache_dtype)
+            self.cursor = np.zeros(cursor_shape, dtype=cursor_dtype)
+
     def _sweep_copy_merge(self):
         """AD-LDA: every block against its own copy of the counts, then the copies merged."""
         T = self.threads
@@ -459,6 +483,65 @@ class LdaGibbs(Model):
         kern.reconcile_totals(self.n_k, self.n_k_local)
 
     # -- MPI ranks (module docstring) --------------------------------------------------
+
+    def _sweep_ranks(self):
+        """The partitioned schedule over every rank's threads (lanes): in round r lane g samples
+        (its chunk, word block (g + r) mod lanes). After each round every rank's word blocks are
+        gathered into every rank's tw (the blocks are disjoint, so this is a copy, not a merge)
+        and the totals' changes are summed: each rank starts the next round with the counts one
+        process with all the lanes as threads would have."""
+        T, G, p = self.threads, self.lanes, self.engine.rank
+        self._make_caches()
+        S = self.chunk_ptr.shape[1] - 1
+        for c in range(S):
+            for r in range(G):
+
+                def cell(t, c=c, r=r):
+                    b = (p * T + t + r) % G
+                    kern.sample_cell(
+                        self.token_ptr,
+                        self.words,
+                        self.z,
+                        self.tw_ptr,
+                        self.tw,
+                        self.n_k_local[t],
+                        self.alpha,
+                        self.beta,
+                        self.rng,
+                        t,
+                        self.chunk_ptr[t, c],
+                        self.chunk_ptr[t, c + 1],
+                        self.word_ptr[b],
+                        self.word_ptr[b + 1],
+                        r == 0,
+                        self.cache[t],
+                        self.cursor[t],
+                        self.TB,
+                    )
+
+                if T == 1:
+                    cell(0)
+                else:
+                    self.workers.run(cell)
+                self._share_round(r)
+
+    def _share_round(self, r):
+        """After round r: every rank's word blocks of tw to every rank (their used slots,
+        kernels.pack_blocks), and n_k += every lane's changes."""
+        T, G, P, p = self.threads, self.lanes, self.engine.size, self.engine.rank
+        blocks = (np.arange(P)[:, None] * T + np.arange(T)[None, :] + r) % G  # rank q's: blocks[q]
+        w_lo, w_hi = self.word_ptr[blocks], self.word_ptr[blocks + 1]
+        mine_lo, mine_hi = w_lo[p], w_hi[p]
+        room = int((mine_hi - mine_lo).sum() + (self.tw_ptr[mine_hi] - self.tw_ptr[mine_lo]).sum())
+        out = np.empty(room, dtype=self.tw.dtype)
+        used = kern.pack_blocks(self.tw_ptr, self.tw, mine_lo, mine_hi, out)
+        every, offsets = self.engine.allgatherv(out[:used])
+        for q in range(P):
+            if q != p:
+                kern.unpack_blocks(self.tw_ptr, self.tw, w_lo[q], w_hi[q], every[offsets[q] : offsets[q + 1]])
+        change = self.n_k_local.sum(axis=0, dtype=np.int64) - T * self.n_k.astype(np.int64)
+        self.n_k += self.engine.sum(change).astype(self.n_k.dtype)
+        self.n_k_local[:] = self.n_k
 
     def _exchange(self):
         """Every other rank's changes of this sweep into this rank's n_kw and n_k: as records of
@@ -598,7 +681,7 @@ class LdaGibbs(Model):
             columns = self.engine.sum(columns)
         if not np.array_equal(columns, self.n_k.astype(np.int64)):
             fail("n_dk columns disagree with n_k")
-        if self.threads > 1:
+        if self.threads > 1 or self.partitioned:
             if not np.all(self.n_k_local == self.n_k):
                 fail("a thread's copy of the topic totals differs from the merged totals")
             if not self.partitioned and not np.all(self.tw_local == self.tw):
