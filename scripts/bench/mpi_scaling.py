@@ -5,16 +5,19 @@
 1. The movie reviews (../shared/data/nltk/movie_reviews.zip) prepared twice: one file, and
    `--shards 4`.
 2. Interleaved, ``--repeats`` times: one process x 1 thread, and `mpiexec -n 2` x 1 thread
-   (`--engine mpi`), K=100, 200 sweeps, the same seed. Time: the sum of the sweeps' own times
-   (run.json's seconds_total: no start-up, no numba compilation, no checkpoints); speed-up =
-   median one-process time / median two-rank time. Perplexity: `evaluate` (document completion,
-   the default hold-out) of each final model on the test split.
+   (`--engine mpi`) with each schedule of ``--schedules`` (partition: the cells across ranks;
+   copy-merge: AD-LDA's exchange), K=100, 200 sweeps, the same seed. Time: the sum of the sweeps'
+   own times (run.json's seconds_total: no start-up, no numba compilation, no checkpoints);
+   speed-up = median one-process time / median two-rank time; steady: the median sweep of the
+   second half. Perplexity: `evaluate` (document completion, the default hold-out) of each final
+   model on the test split.
 3. The sharded corpus on 2 ranks: each rank's peak resident memory (getrusage, printed by every
    rank at exit) against the same run on the one-file corpus (every rank reads the whole file).
-4. The exchange measured: bytes received per sweep (comm_bytes), sparse or dense, tokens that
-   changed topic; and, with `mpiexec -n 2 python scripts/bench/mpi_scaling.py --probe`, the time
-   of a dense int32 Allreduce and of the dense apply kernel for a range of K x W (the inputs of
-   the paper projection in docs/cluster.md).
+4. The exchange measured: bytes received per sweep (comm_bytes), the way (partition, sparse or
+   dense), tokens that changed topic (copy-merge); and, with
+   `mpiexec -n 2 python scripts/bench/mpi_scaling.py --probe`, the time of a dense int32
+   Allreduce and of the dense apply kernel for a range of K x W (the inputs of the paper
+   projection in docs/cluster.md).
 """
 
 import argparse
@@ -61,8 +64,9 @@ def one_core_env():
     return env
 
 
-def train(corpus, out, K, n, ranks, wrapper=False):
+def train(corpus, out, K, n, ranks, wrapper=False, schedule="partition"):
     args = ["train", corpus, "-m", "lda-gibbs", "-K", K, "-n", n, "--seed", "1", "--threads", "1"]
+    args += ["--set", f"schedule={schedule}"]
     args += ["--checkpoint-every", "0", "--log-every", "0", "-o", out, "--force"]
     py = [sys.executable, "-c", RSS_WRAPPER] if wrapper else [sys.executable, "-m", "topictool"]
     if ranks > 1:
@@ -171,6 +175,11 @@ def main():
     p.add_argument("-K", type=int, default=100)
     p.add_argument("-n", type=int, default=200)
     p.add_argument("--repeats", type=int, default=2)
+    p.add_argument(
+        "--schedules",
+        default="partition,copy-merge",
+        help="lda-gibbs schedules of the 2-rank runs (partition: cells across ranks; copy-merge: AD-LDA)",
+    )
     p.add_argument("--out", help="keep the runs here (default: a temporary directory)")
     p.add_argument("--probe", action="store_true", help="(under mpiexec) time Allreduce and the apply kernel")
     p.add_argument(
@@ -198,30 +207,54 @@ def main():
     src = prepared["source"][0]
     sh([sys.executable, "-m", "topictool", "prepare", src, "-o", sharded, "--shards", "4", "--force"])
 
-    # warm numba's cache (both code paths) so that no timed run compiles
+    # warm numba's cache (every code path) so that no timed run compiles
     train(corpus, work / "warm1", a.K, 3, 1)
-    train(corpus, work / "warm2", a.K, 3, 2)
-    results = {"one": [], "two": []}
+    layouts = {"one": (1, "partition")}
+    for schedule in a.schedules.split(","):
+        layouts[f"two-{schedule}"] = (2, schedule)
+        train(corpus, work / f"warm-{schedule}", a.K, 3, 2, schedule=schedule)
+    results = {name: [] for name in layouts}
     for rep in range(a.repeats):
-        for name, ranks in (("one", 1), ("two", 2)) if rep % 2 == 0 else (("two", 2), ("one", 1)):
-            res = train(corpus, work / f"{name}-{rep}", a.K, a.n, ranks)
+        order = list(layouts) if rep % 2 == 0 else list(layouts)[::-1]
+        for name in order:
+            ranks, schedule = layouts[name]
+            res = train(corpus, work / f"{name}-{rep}", a.K, a.n, ranks, schedule=schedule)
             res["perplexity"] = perplexity(work / f"{name}-{rep}", corpus)
             results[name].append(res)
             print(f"{name} rep {rep}: {res['seconds']:.2f} s of sweeps, perplexity {res['perplexity']:.1f}", flush=True)
-    t1 = statistics.median(r["seconds"] for r in results["one"])
-    t2 = statistics.median(r["seconds"] for r in results["two"])
-    p1 = results["one"][0]["perplexity"]
-    p2 = results["two"][0]["perplexity"]
     N = prepared["train"]["N"]
-    late = [r for r in results["two"][0]["rows"] if r["iteration"] > a.n // 2]
-    exchange = {
-        "sparse_sweeps": sum(r.get("exchange") == "sparse" for r in results["two"][0]["rows"]),
-        "dense_sweeps": sum(r.get("exchange") == "dense" for r in results["two"][0]["rows"]),
-        "bytes_per_sweep_second_half": statistics.median(r["comm_bytes"] for r in late),
-        "comm_seconds_per_sweep_second_half": statistics.median(r["comm_seconds"] for r in late),
-        "tokens_moved_fraction_second_half": statistics.median(r["tokens_moved"] for r in late) / N,
-        "dense_bytes_per_sweep_would_be": 2 * 4 * a.K * prepared["W"] // 2,
-    }
+
+    def steady(res):  # median seconds of a sweep in the second half
+        return statistics.median(r["seconds"] for r in res["rows"] if r["iteration"] > a.n // 2)
+
+    t1 = statistics.median(r["seconds"] for r in results["one"])
+    s1 = statistics.median(steady(r) for r in results["one"])
+    p1 = results["one"][0]["perplexity"]
+    layouts_report = {}
+    for name in layouts:
+        if name == "one":
+            continue
+        runs = results[name]
+        t2 = statistics.median(r["seconds"] for r in runs)
+        late = [r for r in runs[0]["rows"] if r["iteration"] > a.n // 2]
+        exchange = {
+            "ways": sorted({r.get("exchange") for r in runs[0]["rows"]}),
+            "bytes_per_sweep_second_half": statistics.median(r["comm_bytes"] for r in late),
+            "comm_seconds_per_sweep_second_half": statistics.median(r["comm_seconds"] for r in late),
+        }
+        if all("tokens_moved" in r for r in late):
+            exchange["tokens_moved_fraction_second_half"] = statistics.median(r["tokens_moved"] for r in late) / N
+            exchange["dense_bytes_per_sweep_would_be"] = 2 * 4 * a.K * prepared["W"] // 2
+        p2 = runs[0]["perplexity"]
+        layouts_report[name] = {
+            "seconds": [round(r["seconds"], 3) for r in runs],
+            "speedup": round(t1 / t2, 3),
+            "steady_sweep_ms": round(1000 * statistics.median(steady(r) for r in runs), 2),
+            "steady_speedup": round(s1 / statistics.median(steady(r) for r in runs), 3),
+            "perplexity": round(p2, 2),
+            "perplexity_difference_percent": round(100 * (p2 - p1) / p1, 2),
+            "exchange": exchange,
+        }
     # memory: the one-file corpus (every rank reads all of it) against --shards 4 (each rank reads 2)
     mem_one = train(corpus, work / "mem-onefile", a.K, 5, 2, wrapper=True)["peaks"]
     mem_shards = train(sharded, work / "mem-shards", a.K, 5, 2, wrapper=True)["peaks"]
@@ -232,12 +265,9 @@ def main():
         "K": a.K,
         "sweeps": a.n,
         "one_process_seconds": [round(r["seconds"], 3) for r in results["one"]],
-        "two_ranks_seconds": [round(r["seconds"], 3) for r in results["two"]],
-        "speedup": round(t1 / t2, 3),
+        "one_process_steady_sweep_ms": round(1000 * s1, 2),
         "perplexity_one": round(p1, 2),
-        "perplexity_two": round(p2, 2),
-        "perplexity_difference_percent": round(100 * (p2 - p1) / p1, 2),
-        "exchange": exchange,
+        "two_ranks": layouts_report,
         "peak_rss_mb": {
             "one_process": mem_single,
             "two_ranks_one_file": mem_one,

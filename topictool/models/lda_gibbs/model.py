@@ -44,27 +44,35 @@ slow. ``sampler=sparse`` uses SparseLDA from the start.
 
 ``schedule=copy-merge`` is AD-LDA (Newman et al. 2009, Mallet's WorkerRunnable): every thread
 samples its document block against its own copy of n_kw and n_k for a whole sweep, and the
-copies' changes are summed after it. It is what MPI ranks do among themselves (below), and
-what one process does to give exactly the model of P ranks.
+copies' changes are summed after it.
 
 Memory per token: 2 bytes of word id (4 when W > 65536) + 2 of topic (4 when K >= 32768), plus
 at most one 4-byte word-topic slot per token (min(frequency, K) per word); the partition schedule adds its cache
 (at most about half a byte per token), copy-merge a copy of the slots per thread.
 
-MPI ranks (``train --engine mpi``; distributed AD-LDA, Newman et al. 2009): each rank owns a
-contiguous run of documents (mpi.RankCorpus), cut into its thread blocks, and samples them
-against its own copy of the whole corpus's n_kw and n_k, with the random streams of those blocks
-(rank r, thread t: stream r*threads + t). After its sweep every rank learns every other rank's
-changes (``_exchange``: the tokens that changed topic, gathered, when that moves fewer bytes than
-a dense W x K Allreduce of the changes, else the Allreduce) and applies them, so every rank
-starts the next sweep with the same counts. The counts' layout is canonical, so the result does
-not depend on the way chosen, and P ranks x T threads with schedule=copy-merge give exactly the
-model of one process with P*T threads and schedule=copy-merge on the same (one-file) corpus:
-the same blocks, streams and merged counts. (With schedule=partition a rank's threads partition
-its own documents and the vocabulary, as in one process.)
+MPI ranks (``train --engine mpi``): each rank owns a contiguous run of documents
+(mpi.RankCorpus), cut into its thread blocks, holds a copy of the whole corpus's n_kw and n_k,
+and draws from the random streams of its blocks (rank r, thread t: stream r*threads + t).
+With ``schedule=partition`` (the default) the threads of all ranks are the lanes of one
+partitioned schedule (rank r's thread t is lane r*threads + t; word blocks cut for all the
+lanes): a rank samples its lanes' cells of a round, then (``_share_round``) every rank sends the
+word blocks it sampled -- their used slots, kernels.pack_blocks -- to every other, which copies
+them over its own, and the totals' changes are summed. So every rank starts each round with the
+counts one process would have, and P ranks x T threads give exactly the model of one process
+with P*T threads (with sampler=sparse: the dense start is a one-process sampler). What moves is
+the word-topic table's used slots once per round (G rounds a chunk, G = P*T), not the tokens
+that changed topic. With ``schedule=copy-merge`` the ranks run distributed AD-LDA: after its
+sweep every rank learns every other rank's changes (``_exchange``: the tokens that changed
+topic, gathered, when that moves fewer bytes than a dense W x K Allreduce of the changes, else
+the Allreduce) and applies them; the counts' layout is canonical, so the result does not depend
+on the way chosen, and P ranks x T threads give exactly the model of one process with P*T
+threads and schedule=copy-merge on the same (one-file) corpus.
 Hyperparameters are learnt from histograms summed over the ranks (the same on every rank).
 Memory per rank: its tokens (6 bytes each), the whole n_kw (min(frequency, K) slots of 4 bytes
-per word), plus 8 bytes per (word, topic) while the dense exchange is in use.
+per word); with partition the caches (at most about 2 bytes per token of the corpus over the
+ranks: fewer chunks, so fewer exchanges) and a round's send and receive buffers (the used
+slots); with copy-merge the tokens' previous topics (2 bytes each) and 8 bytes per (word,
+topic) while the dense exchange is in use.
 """
 
 import numpy as np
