@@ -182,15 +182,16 @@ def test_lda_gibbs_two_ranks_equal_one_process_with_two_threads(planted, tmp_pat
 
 
 @needs_mpi
-@pytest.mark.parametrize("threads", [1, 2])
-def test_lda_gibbs_partitioned_ranks_equal_one_process_with_every_lane(planted, tmp_path, threads):
+@pytest.mark.parametrize("ranks,threads", [(2, 1), (2, 2), (3, 1)])
+def test_lda_gibbs_partitioned_ranks_equal_one_process_with_every_lane(planted, tmp_path, ranks, threads):
     """schedule=partition (the default) over ranks: P ranks x T threads sample the cells that one
     process with P*T threads samples, so the model is the same bit for bit (the dense start is a
-    one-process sampler: sparse here; with 2 x 2 a rank's word blocks wrap around)."""
+    one-process sampler: sparse here). 2 x 2: a rank's word blocks wrap around; 3 ranks: the ring
+    steps between rounds go one way round (with 2 ranks both neighbours are the same rank)."""
     common = ["-m", "lda-gibbs", "-K", "6", "--seed", "4", "-n", "30", "--log-every", "0", "--set", "sampler=sparse"]
     common += ["--set", "optimize_alpha=true", "--set", "optimize_burn_in=10", "--set", "optimize_interval=5"]
-    ok("train", planted, *common, "--threads", 2 * threads, "-o", tmp_path / "one")
-    mpi("train", planted, *common, "--threads", threads, "-o", tmp_path / "ranks", "--engine", "mpi")
+    ok("train", planted, *common, "--threads", ranks * threads, "-o", tmp_path / "one")
+    mpi("train", planted, *common, "--threads", threads, "-o", tmp_path / "ranks", "--engine", "mpi", n=ranks)
     assert same_models(tmp_path / "one", tmp_path / "ranks")
     rows = store.read_jsonl(tmp_path / "ranks" / "metrics.jsonl")
     assert all(r["exchange"] == "partition" and r["comm_bytes"] > 0 for r in rows)

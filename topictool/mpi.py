@@ -350,6 +350,17 @@ class MpiEngine:
         self._timed(received, self.comm_world.Allgatherv, a, [out, (list(counts), offsets[:-1].tolist())])
         return out, offsets
 
+    def shift(self, send, recv, dest, source):
+        """One step of a ring: ``send`` to rank dest while receiving into ``recv`` (room enough)
+        from rank source. Returns the number of elements received."""
+        from mpi4py.util import dtlib
+
+        status = self.MPI.Status()
+        self._timed(0, self.comm_world.Sendrecv, send, dest, 0, recv, source, 0, status)
+        n = status.Get_count(dtlib.from_numpy_dtype(recv.dtype))
+        self.comm.bytes += n * recv.itemsize
+        return n
+
     def gatherv(self, a):
         """Every rank's 1-D array on rank 0 (a list in rank order); None on the other ranks."""
         a = np.ascontiguousarray(a).reshape(-1)

@@ -531,25 +531,41 @@ class LdaGibbs(Model):
                     cell(0)
                 else:
                     self.workers.run(cell)
-                self._share_round(r)
+                self._share_round(r, last=c == S - 1 and r == G - 1)
 
-    def _share_round(self, r):
-        """After round r: every rank's word blocks of tw to every rank (their used slots,
-        kernels.pack_blocks), and n_k += every lane's changes."""
+    def _share_round(self, r, last):
+        """After round r: the word blocks of tw where the next round needs them, and n_k += every
+        lane's changes. Within a sweep a ring step: lane g samples next the block lane g + 1 has
+        just sampled, so each rank needs one block, from the next rank (whose first lane sampled
+        it), and sends the block of its own first lane to the previous one. After the sweep's last
+        round (``last``) every rank's blocks go to every rank: the readers of the counts
+        (likelihood, hyperparameters, snapshots) see the whole table. Blocks travel as their used
+        slots (kernels.pack_blocks)."""
         T, G, P, p = self.threads, self.lanes, self.engine.size, self.engine.rank
-        blocks = (np.arange(P)[:, None] * T + np.arange(T)[None, :] + r) % G  # rank q's: blocks[q]
-        w_lo, w_hi = self.word_ptr[blocks], self.word_ptr[blocks + 1]
-        mine_lo, mine_hi = w_lo[p], w_hi[p]
-        room = int((mine_hi - mine_lo).sum() + (self.tw_ptr[mine_hi] - self.tw_ptr[mine_lo]).sum())
-        out = np.empty(room, dtype=self.tw.dtype)
-        used = kern.pack_blocks(self.tw_ptr, self.tw, mine_lo, mine_hi, out)
-        every, offsets = self.engine.allgatherv(out[:used])
-        for q in range(P):
-            if q != p:
-                kern.unpack_blocks(self.tw_ptr, self.tw, w_lo[q], w_hi[q], every[offsets[q] : offsets[q + 1]])
+        if P > 1 and last:
+            blocks = (np.arange(P)[:, None] * T + np.arange(T)[None, :] + r) % G  # rank q's: blocks[q]
+            w_lo, w_hi = self.word_ptr[blocks], self.word_ptr[blocks + 1]
+            every, offsets = self.engine.allgatherv(self._packed(w_lo[p], w_hi[p]))
+            for q in range(P):
+                if q != p:
+                    kern.unpack_blocks(self.tw_ptr, self.tw, w_lo[q], w_hi[q], every[offsets[q] : offsets[q + 1]])
+        elif P > 1:
+            mine, theirs = (p * T + r) % G, (((p + 1) % P) * T + r) % G
+            w_lo, w_hi = self.word_ptr[[theirs]], self.word_ptr[[theirs + 1]]
+            room = int(w_hi[0] - w_lo[0] + self.tw_ptr[w_hi[0]] - self.tw_ptr[w_lo[0]])
+            got = np.empty(room, dtype=self.tw.dtype)
+            send = self._packed(self.word_ptr[[mine]], self.word_ptr[[mine + 1]])
+            self.engine.shift(send, got, (p - 1) % P, (p + 1) % P)
+            kern.unpack_blocks(self.tw_ptr, self.tw, w_lo, w_hi, got)
         change = self.n_k_local.sum(axis=0, dtype=np.int64) - T * self.n_k.astype(np.int64)
         self.n_k += self.engine.sum(change).astype(self.n_k.dtype)
         self.n_k_local[:] = self.n_k
+
+    def _packed(self, w_lo, w_hi):
+        """The used slots of word blocks [w_lo[i], w_hi[i]) (kernels.pack_blocks), a new array."""
+        room = int((w_hi - w_lo).sum() + (self.tw_ptr[w_hi] - self.tw_ptr[w_lo]).sum())
+        out = np.empty(room, dtype=self.tw.dtype)
+        return out[: kern.pack_blocks(self.tw_ptr, self.tw, w_lo, w_hi, out)]
 
     def _exchange(self):
         """Every other rank's changes of this sweep into this rank's n_kw and n_k: as records of
