@@ -226,6 +226,7 @@ class LdaGibbs(Model):
         if threads > 1 or self.partitioned:
             self.n_k_local = np.zeros((threads, self.K), dtype=np.int32)
         self._barrier = None  # the partitioned sweep's, made on first use
+        self._rounds = None  # under MPI, the partitioned sweep's exchanges (_plan_rounds)
         if self.partitioned:
             self._allocate_cells(freq)
         elif threads > 1:
@@ -541,31 +542,47 @@ class LdaGibbs(Model):
         round (``last``) every rank's blocks go to every rank: the readers of the counts
         (likelihood, hyperparameters, snapshots) see the whole table. Blocks travel as their used
         slots (kernels.pack_blocks)."""
-        T, G, P, p = self.threads, self.lanes, self.engine.size, self.engine.rank
+        T, P, p = self.threads, self.engine.size, self.engine.rank
+        if self._rounds is None:
+            self._plan_rounds()
         if P > 1 and last:
-            blocks = (np.arange(P)[:, None] * T + np.arange(T)[None, :] + r) % G  # rank q's: blocks[q]
-            w_lo, w_hi = self.word_ptr[blocks], self.word_ptr[blocks + 1]
-            every, offsets = self.engine.allgatherv(self._packed(w_lo[p], w_hi[p]))
+            w_lo, w_hi = self._rounds["all"][r]
+            used = kern.pack_blocks(self.tw_ptr, self.tw, w_lo[p], w_hi[p], self._send)
+            every, offsets = self.engine.allgatherv(self._send[:used])
             for q in range(P):
                 if q != p:
                     kern.unpack_blocks(self.tw_ptr, self.tw, w_lo[q], w_hi[q], every[offsets[q] : offsets[q + 1]])
         elif P > 1:
-            mine, theirs = (p * T + r) % G, (((p + 1) % P) * T + r) % G
-            w_lo, w_hi = self.word_ptr[[theirs]], self.word_ptr[[theirs + 1]]
-            room = int(w_hi[0] - w_lo[0] + self.tw_ptr[w_hi[0]] - self.tw_ptr[w_lo[0]])
-            got = np.empty(room, dtype=self.tw.dtype)
-            send = self._packed(self.word_ptr[[mine]], self.word_ptr[[mine + 1]])
-            self.engine.shift(send, got, (p - 1) % P, (p + 1) % P)
-            kern.unpack_blocks(self.tw_ptr, self.tw, w_lo, w_hi, got)
+            mine_lo, mine_hi, their_lo, their_hi = self._rounds["ring"][r]
+            used = kern.pack_blocks(self.tw_ptr, self.tw, mine_lo, mine_hi, self._send)
+            self.engine.shift(self._send[:used], self._recv, (p - 1) % P, (p + 1) % P)
+            kern.unpack_blocks(self.tw_ptr, self.tw, their_lo, their_hi, self._recv)
         change = self.n_k_local.sum(axis=0, dtype=np.int64) - T * self.n_k.astype(np.int64)
         self.n_k += self.engine.sum(change).astype(self.n_k.dtype)
         self.n_k_local[:] = self.n_k
 
-    def _packed(self, w_lo, w_hi):
-        """The used slots of word blocks [w_lo[i], w_hi[i]) (kernels.pack_blocks), a new array."""
-        room = int((w_hi - w_lo).sum() + (self.tw_ptr[w_hi] - self.tw_ptr[w_lo]).sum())
-        out = np.empty(room, dtype=self.tw.dtype)
-        return out[: kern.pack_blocks(self.tw_ptr, self.tw, w_lo, w_hi, out)]
+    def _plan_rounds(self):
+        """Per round r: the word blocks of the ring step (this rank's first lane's, the next
+        rank's) and of every rank's lanes (the sweep's last round); send and receive buffers
+        large enough for any of them (counts + slots)."""
+        T, G, P, p = self.threads, self.lanes, self.engine.size, self.engine.rank
+        ptr, tw_ptr = self.word_ptr, self.tw_ptr
+
+        def room(lo, hi):
+            return int((hi - lo).sum() + (tw_ptr[hi] - tw_ptr[lo]).sum())
+
+        ring, every = [], []
+        send = recv = 1
+        for r in range(G):
+            blocks = (np.arange(P)[:, None] * T + np.arange(T)[None, :] + r) % G  # rank q's: blocks[q]
+            every.append((ptr[blocks], ptr[blocks + 1]))
+            mine, theirs = blocks[p, :1], blocks[(p + 1) % P, :1]
+            ring.append((ptr[mine], ptr[mine + 1], ptr[theirs], ptr[theirs + 1]))
+            send = max(send, room(ptr[blocks[p]], ptr[blocks[p] + 1]))
+            recv = max(recv, room(ptr[theirs], ptr[theirs + 1]))
+        self._rounds = {"ring": ring, "all": every}
+        self._send = np.empty(send, dtype=self.tw.dtype)
+        self._recv = np.empty(recv, dtype=self.tw.dtype)
 
     def _exchange(self):
         """Every other rank's changes of this sweep into this rank's n_kw and n_k: as records of
