@@ -251,8 +251,7 @@ class LdaGibbs(Model):
             raise RuntimeError("lda-gibbs partition schedule: a document's tokens are not in word order")
         # word blocks: runs of word ids of about equal cost (a frequent word cannot be split), cut
         # as documents are, by a running total: of tokens weighted by WORD_BLOCK_COST
-        weight = freq * (1.0 + WORD_BLOCK_COST * np.minimum(freq, K) / K)
-        self.word_ptr = token_blocks(np.concatenate([[0], np.cumsum(np.round(16 * weight))]), self.lanes)
+        self.word_ptr = token_blocks(kern.word_costs(freq, K, WORD_BLOCK_COST), self.lanes)
         # chunks: each thread's documents cut into S runs of about equal tokens, S the same for
         # every lane (the rounds are common, on every rank) and large enough to bound the caches
         # (the cache slots of a run of documents, min(length, K) each, summed by a kernel: with
