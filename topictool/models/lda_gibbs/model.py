@@ -109,7 +109,7 @@ DENSE_TOPICS_FRACTION = 1 / 5  # dense while the mean topics per token's word ex
 # (and at least CACHE_FLOOR bytes in all), which sets the number of chunks.
 CACHE_BYTES_PER_TOKEN = 0.5
 # A token of a word with many topics costs more (a longer q walk) than one of a rare word: word
-# blocks balance tokens x (1 + this x min(frequency, K) / K). Movie reviews, K = 100, 2 lanes: by
+# blocks balance tokens x (1 + this x min(frequency, K) / K) (dense sweeps: tokens). Movie reviews, K = 100, 2 lanes: by
 # tokens alone the frequent words' block took 14% longer and each round waited for it; at 0.5 a
 # sweep on 2 threads took 15.9 ms against 16.7, 2 ranks 16.9 against 17.4 (medians, sweeps 100-200).
 WORD_BLOCK_COST = 0.5
@@ -250,8 +250,10 @@ class LdaGibbs(Model):
         if not words_ascending(self.token_ptr, self.words):
             raise RuntimeError("lda-gibbs partition schedule: a document's tokens are not in word order")
         # word blocks: runs of word ids of about equal cost (a frequent word cannot be split), cut
-        # as documents are, by a running total: of tokens weighted by WORD_BLOCK_COST
+        # as documents are, by a running total: of tokens weighted by WORD_BLOCK_COST for
+        # SparseLDA's sweeps; of tokens alone for dense ones (every token costs the same there)
         self.word_ptr = token_blocks(kern.word_costs(freq, K, WORD_BLOCK_COST), self.lanes)
+        self.word_ptr_dense = token_blocks(kern.word_costs(freq, K, 0.0), self.lanes)
         # chunks: each thread's documents cut into S runs of about equal tokens, S the same for
         # every lane (the rounds are common, on every rank) and large enough to bound the caches
         # (the cache slots of a run of documents, min(length, K) each, summed by a kernel: with
@@ -404,6 +406,7 @@ class LdaGibbs(Model):
         dense with a dense table n_wk, sparse with NO_TABLE."""
         T = self.threads
         self._make_caches()
+        word_ptr = self.word_ptr_dense if n_wk.shape[1] else self.word_ptr
         if BARRIERS:
             if self._barrier is None:
                 self._barrier = Barrier(T)
@@ -428,7 +431,7 @@ class LdaGibbs(Model):
                     self.beta,
                     self.rng,
                     self.chunk_ptr,
-                    self.word_ptr,
+                    word_ptr,
                     self.cache,
                     self.cursor,
                     self._barrier.memory,
@@ -446,7 +449,7 @@ class LdaGibbs(Model):
 
                 def cell(t, c=c, r=r):
                     b = (t + r) % T
-                    where = (self.chunk_ptr[t, c], self.chunk_ptr[t, c + 1], self.word_ptr[b], self.word_ptr[b + 1])
+                    where = (self.chunk_ptr[t, c], self.chunk_ptr[t, c + 1], word_ptr[b], word_ptr[b + 1])
                     rest = (*where, r == 0, self.cache[t], self.cursor[t], self.TB)
                     if n_wk.shape[1]:
                         kern.dense_cell(self.token_ptr, self.words, self.z, n_wk, self.n_k_local[t], *common, t, *rest)
