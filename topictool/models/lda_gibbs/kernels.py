@@ -1057,17 +1057,6 @@ def sparse_topics(freq, tw_ptr, tw):
 
 
 @numba.njit(cache=True, nogil=True)
-def word_costs(freq, K, weight):
-    """Running total (W + 1) of the words' sampling costs, 16 freq_w (1 + weight min(freq_w, K) / K)
-    rounded: the word blocks' measure (model.py's WORD_BLOCK_COST); one array, no temporaries."""
-    out = np.zeros(freq.shape[0] + 1, np.int64)
-    for w in range(freq.shape[0]):
-        f = freq[w]
-        out[w + 1] = out[w] + np.int64(16.0 * f * (1.0 + weight * min(f, K) / K) + 0.5)
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
 def capped_sums(token_ptr, cap, cuts):
     """(sums, longest): for each run of documents [cuts[i], cuts[i + 1]) the sum of min(length,
     cap) over its documents, and the longest document of all the runs (not capped)."""

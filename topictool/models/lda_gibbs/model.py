@@ -108,11 +108,6 @@ DENSE_TOPICS_FRACTION = 1 / 5  # dense while the mean topics per token's word ex
 # The partition schedule's caches of n_dk hold at most about this many bytes per token
 # (and at least CACHE_FLOOR bytes in all), which sets the number of chunks.
 CACHE_BYTES_PER_TOKEN = 0.5
-# A token of a word with many topics costs more (a longer q walk) than one of a rare word: word
-# blocks balance tokens x (1 + this x min(frequency, K) / K) (dense sweeps: tokens). Movie reviews, K = 100, 2 lanes: by
-# tokens alone the frequent words' block took 14% longer and each round waited for it; at 0.5 a
-# sweep on 2 threads took 15.9 ms against 16.7, 2 ranks 16.9 against 17.4 (medians, sweeps 100-200).
-WORD_BLOCK_COST = 0.5
 # MPI ranks: every chunk costs G exchanges of word blocks between processes (microseconds between
 # threads, a few hundred between ranks), so a rank's caches may take 2 bytes per token: on the
 # movie reviews one chunk (2 rounds a sweep at 2 ranks) instead of 3
@@ -249,11 +244,13 @@ class LdaGibbs(Model):
         T, K = self.threads, self.K
         if not words_ascending(self.token_ptr, self.words):
             raise RuntimeError("lda-gibbs partition schedule: a document's tokens are not in word order")
-        # word blocks: runs of word ids of about equal cost (a frequent word cannot be split), cut
-        # as documents are, by a running total: of tokens weighted by WORD_BLOCK_COST for
-        # SparseLDA's sweeps; of tokens alone for dense ones (every token costs the same there)
-        self.word_ptr = token_blocks(kern.word_costs(freq, K, WORD_BLOCK_COST), self.lanes)
-        self.word_ptr_dense = token_blocks(kern.word_costs(freq, K, 0.0), self.lanes)
+        # word blocks: runs of word ids of about N/lanes tokens each (a frequent word cannot be
+        # split), cut as documents are: by the running total of tokens (cumsum into one array:
+        # W-sized temporaries here had set the allocation peak of 2 threads on the movie reviews)
+        running = np.zeros(len(freq) + 1, dtype=np.int64)
+        np.cumsum(freq, out=running[1:])
+        self.word_ptr = token_blocks(running, self.lanes)
+        del running
         # chunks: each thread's documents cut into S runs of about equal tokens, S the same for
         # every lane (the rounds are common, on every rank) and large enough to bound the caches
         # (the cache slots of a run of documents, min(length, K) each, summed by a kernel: with
@@ -406,7 +403,6 @@ class LdaGibbs(Model):
         dense with a dense table n_wk, sparse with NO_TABLE."""
         T = self.threads
         self._make_caches()
-        word_ptr = self.word_ptr_dense if n_wk.shape[1] else self.word_ptr
         if BARRIERS:
             if self._barrier is None:
                 self._barrier = Barrier(T)
@@ -431,7 +427,7 @@ class LdaGibbs(Model):
                     self.beta,
                     self.rng,
                     self.chunk_ptr,
-                    word_ptr,
+                    self.word_ptr,
                     self.cache,
                     self.cursor,
                     self._barrier.memory,
@@ -449,7 +445,7 @@ class LdaGibbs(Model):
 
                 def cell(t, c=c, r=r):
                     b = (t + r) % T
-                    where = (self.chunk_ptr[t, c], self.chunk_ptr[t, c + 1], word_ptr[b], word_ptr[b + 1])
+                    where = (self.chunk_ptr[t, c], self.chunk_ptr[t, c + 1], self.word_ptr[b], self.word_ptr[b + 1])
                     rest = (*where, r == 0, self.cache[t], self.cursor[t], self.TB)
                     if n_wk.shape[1]:
                         kern.dense_cell(self.token_ptr, self.words, self.z, n_wk, self.n_k_local[t], *common, t, *rest)
