@@ -55,13 +55,14 @@ MPI ranks (``train --engine mpi``): each rank owns a contiguous run of documents
 and draws from the random streams of its blocks (rank r, thread t: stream r*threads + t).
 With ``schedule=partition`` (the default) the threads of all ranks are the lanes of one
 partitioned schedule (rank r's thread t is lane r*threads + t; word blocks cut for all the
-lanes): a rank samples its lanes' cells of a round, then (``_share_round``) every rank sends the
-word blocks it sampled -- their used slots, kernels.pack_blocks -- to every other, which copies
-them over its own, and the totals' changes are summed. So every rank starts each round with the
-counts one process would have, and P ranks x T threads give exactly the model of one process
-with P*T threads (with sampler=sparse: the dense start is a one-process sampler). What moves is
-the word-topic table's used slots once per round (G rounds a chunk, G = P*T), not the tokens
-that changed topic. With ``schedule=copy-merge`` the ranks run distributed AD-LDA: after its
+lanes): a rank samples its lanes' cells of a round, then (``_share_round``) passes the block its
+first lane sampled to the previous rank, whose last lane samples it next, and receives one from
+the next rank (a ring step; blocks travel as their used slots, kernels.pack_blocks), and the
+totals' changes are summed; after a sweep's last round every rank's blocks go to every rank.
+A block is always sampled against the counts one process would have, so P ranks x T threads
+give exactly the model of one process with P*T threads (with sampler=sparse: the dense start is
+a one-process sampler). What moves is a block's used slots per round and the whole table's once
+a sweep, not the tokens that changed topic. With ``schedule=copy-merge`` the ranks run distributed AD-LDA: after its
 sweep every rank learns every other rank's changes (``_exchange``: the tokens that changed
 topic, gathered, when that moves fewer bytes than a dense W x K Allreduce of the changes, else
 the Allreduce) and applies them; the counts' layout is canonical, so the result does not depend
@@ -493,10 +494,10 @@ class LdaGibbs(Model):
 
     def _sweep_ranks(self):
         """The partitioned schedule over every rank's threads (lanes): in round r lane g samples
-        (its chunk, word block (g + r) mod lanes). After each round every rank's word blocks are
-        gathered into every rank's tw (the blocks are disjoint, so this is a copy, not a merge)
-        and the totals' changes are summed: each rank starts the next round with the counts one
-        process with all the lanes as threads would have."""
+        (its chunk, word block (g + r) mod lanes). After each round the blocks move where the
+        next round samples them (_share_round; the blocks are disjoint, so a copy, not a merge)
+        and the totals' changes are summed: each block is sampled against the counts one process
+        with all the lanes as threads would have."""
         T, G, p = self.threads, self.lanes, self.engine.rank
         self._make_caches()
         S = self.chunk_ptr.shape[1] - 1
