@@ -434,9 +434,7 @@ def _cell_tokens(words, a, b, w0, w1, fresh, cursor, j):
         i0 = a
     else:
         i0 = a + cursor[j]
-    i1 = i0
-    while i1 < b and words[i1] < w1:
-        i1 += 1
+    i1 = _first_at_least(words, i0, b, w1)
     cursor[j] = i1 - a
     return i0, i1
 
