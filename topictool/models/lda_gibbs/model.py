@@ -439,23 +439,32 @@ class LdaGibbs(Model):
             self.n_k[:] = self._base[parity[0]]
             self.n_k_local[:] = self.n_k
             return
-        S = self.chunk_ptr.shape[1] - 1
-        common = (self.alpha, self.beta, self.rng)
-        for c in range(S):
+        for c in range(self.chunk_ptr.shape[1] - 1):
             for r in range(T):
-
-                def cell(t, c=c, r=r):
-                    b = (t + r) % T
-                    where = (self.chunk_ptr[t, c], self.chunk_ptr[t, c + 1], self.word_ptr[b], self.word_ptr[b + 1])
-                    rest = (*where, r == 0, self.cache[t], self.cursor[t], self.TB)
-                    if n_wk.shape[1]:
-                        kern.dense_cell(self.token_ptr, self.words, self.z, n_wk, self.n_k_local[t], *common, t, *rest)
-                    else:
-                        tables = (self.tw_ptr, self.tw, self.n_k_local[t])
-                        kern.sample_cell(self.token_ptr, self.words, self.z, *tables, *common, t, *rest)
-
-                self.workers.run(cell)
+                self._round_cells(c, r, n_wk)
                 kern.reconcile_totals(self.n_k, self.n_k_local)
+
+    def _round_cells(self, c, r, n_wk=NO_TABLE, first_lane=0):
+        """Round r of chunk c, one cell per thread: thread t (lane first_lane + t) samples its
+        documents of chunk c whose word is in block (first_lane + t + r) mod lanes, densely with a
+        dense table n_wk. Called from Python, a round at a time (without POSIX barriers; MPI ranks)."""
+        T, G = self.threads, self.lanes
+        common = (self.alpha, self.beta, self.rng)
+
+        def cell(t):
+            b = (first_lane + t + r) % G
+            where = (self.chunk_ptr[t, c], self.chunk_ptr[t, c + 1], self.word_ptr[b], self.word_ptr[b + 1])
+            rest = (*where, r == 0, self.cache[t], self.cursor[t], self.TB)
+            if n_wk.shape[1]:
+                kern.dense_cell(self.token_ptr, self.words, self.z, n_wk, self.n_k_local[t], *common, t, *rest)
+            else:
+                tables = (self.tw_ptr, self.tw, self.n_k_local[t])
+                kern.sample_cell(self.token_ptr, self.words, self.z, *tables, *common, t, *rest)
+
+        if T == 1:
+            cell(0)
+        else:
+            self.workers.run(cell)
 
     def _make_caches(self):
         """The cells' n_dk caches and cursors (made at the first sweep: a lower peak of memory)."""
@@ -503,34 +512,7 @@ class LdaGibbs(Model):
         S = self.chunk_ptr.shape[1] - 1
         for c in range(S):
             for r in range(G):
-
-                def cell(t, c=c, r=r):
-                    b = (p * T + t + r) % G
-                    kern.sample_cell(
-                        self.token_ptr,
-                        self.words,
-                        self.z,
-                        self.tw_ptr,
-                        self.tw,
-                        self.n_k_local[t],
-                        self.alpha,
-                        self.beta,
-                        self.rng,
-                        t,
-                        self.chunk_ptr[t, c],
-                        self.chunk_ptr[t, c + 1],
-                        self.word_ptr[b],
-                        self.word_ptr[b + 1],
-                        r == 0,
-                        self.cache[t],
-                        self.cursor[t],
-                        self.TB,
-                    )
-
-                if T == 1:
-                    cell(0)
-                else:
-                    self.workers.run(cell)
+                self._round_cells(c, r, first_lane=p * T)
                 self._share_round(r, last=c == S - 1 and r == G - 1)
 
     def _share_round(self, r, last):
@@ -545,7 +527,7 @@ class LdaGibbs(Model):
         if self._rounds is None:
             self._plan_rounds()
         if P > 1 and last:
-            w_lo, w_hi = self._rounds["all"][r]
+            w_lo, w_hi = self._rounds["last"]
             used = kern.pack_blocks(self.tw_ptr, self.tw, w_lo[p], w_hi[p], self._send)
             every, offsets = self.engine.allgatherv(self._send[:used])
             for q in range(P):
@@ -561,8 +543,8 @@ class LdaGibbs(Model):
         self.n_k_local[:] = self.n_k
 
     def _plan_rounds(self):
-        """Per round r: the word blocks of the ring step (this rank's first lane's, the next
-        rank's) and of every rank's lanes (the sweep's last round); send and receive buffers
+        """The word blocks of each round's ring step (this rank's first lane's, the next rank's)
+        and of every rank's lanes in the last round (a sweep's gather); send and receive buffers
         large enough for any of them (counts + slots)."""
         T, G, P, p = self.threads, self.lanes, self.engine.size, self.engine.rank
         ptr, tw_ptr = self.word_ptr, self.tw_ptr
@@ -570,16 +552,17 @@ class LdaGibbs(Model):
         def room(lo, hi):
             return int((hi - lo).sum() + (tw_ptr[hi] - tw_ptr[lo]).sum())
 
-        ring, every = [], []
-        send = recv = 1
+        # rank q's blocks in round r: (q T + t + r) mod G, t < T
+        blocks = (np.arange(P)[:, None] * T + np.arange(T)[None, :] + G - 1) % G
+        last = (ptr[blocks], ptr[blocks + 1])
+        send = room(*(x[p] for x in last))
+        ring, recv = [], 1
         for r in range(G):
-            blocks = (np.arange(P)[:, None] * T + np.arange(T)[None, :] + r) % G  # rank q's: blocks[q]
-            every.append((ptr[blocks], ptr[blocks + 1]))
-            mine, theirs = blocks[p, :1], blocks[(p + 1) % P, :1]
-            ring.append((ptr[mine], ptr[mine + 1], ptr[theirs], ptr[theirs + 1]))
-            send = max(send, room(ptr[blocks[p]], ptr[blocks[p] + 1]))
-            recv = max(recv, room(ptr[theirs], ptr[theirs + 1]))
-        self._rounds = {"ring": ring, "all": every}
+            mine, theirs = (p * T + r) % G, (((p + 1) % P) * T + r) % G
+            ring.append((ptr[[mine]], ptr[[mine + 1]], ptr[[theirs]], ptr[[theirs + 1]]))
+            send = max(send, room(ptr[[mine]], ptr[[mine + 1]]))
+            recv = max(recv, room(ptr[[theirs]], ptr[[theirs + 1]]))
+        self._rounds = {"ring": ring, "last": last}
         self._send = np.empty(send, dtype=self.tw.dtype)
         self._recv = np.empty(recv, dtype=self.tw.dtype)
 
