@@ -205,7 +205,9 @@ def main():
         sh([sys.executable, "-m", "topictool", "prepare", MOVIES, "-o", corpus, "--force"])
     prepared = json.loads((corpus / "corpus.json").read_text())
     src = prepared["source"][0]
-    sh([sys.executable, "-m", "topictool", "prepare", src, "-o", sharded, "--shards", "4", "--force"])
+    how = prepared.get("options", {})
+    text = [f"--{k}={how[k]}" for k in ("encoding", "errors") if how.get(k)]  # e.g. state_union's latin-1
+    sh([sys.executable, "-m", "topictool", "prepare", src, *text, "-o", sharded, "--shards", "4", "--force"])
 
     # warm numba's cache (every code path) so that no timed run compiles
     train(corpus, work / "warm1", a.K, 3, 1)
