@@ -117,6 +117,44 @@ def test_threads_split_balanced(small_corpus):
     assert per_block.max() - per_block.min() <= 2 * freq.max()
 
 
+def test_sparse_sweeps_cut_the_words_by_cost(small_corpus, monkeypatch):
+    """Before a sparse sweep the word blocks balance tokens x (TOKEN_COST_SLOTS + the word's
+    topics), cut as corpus.token_blocks cuts a running total; dense sweeps keep the token cut."""
+    from topictool.corpus.corpus import token_blocks
+    from topictool.models.lda_gibbs import kernels as kern
+    from topictool.models.lda_gibbs import model as lda_model
+
+    monkeypatch.setattr(lda_model, "TOKEN_COST_SLOTS", 0)  # the topics alone: surely another cut
+    m = LdaGibbs(small_corpus, opts(K=5, sampler="sparse"), rng_seed=1, threads=3)
+    tokens_cut = m.word_ptr.copy()
+    for _ in range(3):
+        m.step()
+    freq = np.bincount(m.words, minlength=m.W)
+    topics = np.array([np.count_nonzero(m.tw[m.tw_ptr[w] : m.tw_ptr[w + 1]]) for w in range(m.W)])
+    running = np.concatenate([[0], np.cumsum(freq * (lda_model.TOKEN_COST_SLOTS + topics))])
+    m._cut_words(dense=False)
+    assert np.array_equal(m.word_ptr, token_blocks(running, 3))
+    assert not np.array_equal(m.word_ptr, tokens_cut)
+    m._cut_words(dense=True)
+    assert np.array_equal(m.word_ptr, tokens_cut)
+    # the kernel against token_blocks on random tables (every number of parts, empty words too)
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        W, K = int(rng.integers(1, 30)), 8
+        TB = kern.topic_bits(K)
+        slots = rng.integers(1, K + 1, W)
+        tw_ptr = np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
+        tw = np.zeros(tw_ptr[-1], dtype=np.int32)
+        cost = np.zeros(W, dtype=np.int64)
+        for w in range(W):
+            counts = np.sort(rng.integers(1, 50, int(rng.integers(0, slots[w] + 1))))[::-1]
+            tw[tw_ptr[w] : tw_ptr[w] + len(counts)] = (counts << TB) | np.arange(len(counts))
+            cost[w] = counts.sum() * (7 + len(counts))
+        for parts in (1, 2, 3, 7):
+            expected = token_blocks(np.concatenate([[0], np.cumsum(cost)]), parts)
+            assert np.array_equal(kern.cost_blocks(tw_ptr, tw, TB, 7, parts), expected)
+
+
 def test_partition_threads_really_run_and_never_share_a_word(small_corpus, monkeypatch):
     """Every round runs T cells on T distinct threads, and the cells of a round have disjoint
     word ranges and disjoint documents (so no count is written by two threads at once)."""

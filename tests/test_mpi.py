@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import re
 import subprocess
 import sys
 import time
@@ -245,6 +246,26 @@ def test_evaluate_on_ranks_equals_one_process(planted, tmp_path):
         ranks = json.loads(r.stdout)
         assert ranks["perplexity"] == one["perplexity"] and ranks["log_likelihood"] == one["log_likelihood"]
         assert ranks["ranks"] == 2
+
+
+def test_allgatherv_gives_every_part_in_rank_order(tmp_path):
+    """MpiEngine.allgatherv on 3 ranks, parts of unequal lengths (one empty), below and above
+    RING_BYTES (MPI's Allgatherv, then the ring of Sendrecv steps): the same concatenation."""
+    code = (
+        "import numpy as np\n"
+        "from topictool.mpi import RING_BYTES, MpiEngine\n"
+        "e = MpiEngine()\n"
+        "for n in (5, RING_BYTES // 4):\n"
+        "    part = lambda r: np.arange(r * n, dtype=np.int32) + 7 * r  # rank 0's part is empty\n"
+        "    out, offsets = e.allgatherv(part(e.rank))\n"
+        "    expected = np.concatenate([part(r) for r in range(e.size)])\n"
+        "    assert np.array_equal(out, expected) and offsets.tolist() == [0, 0, n, 3 * n], n\n"
+        "print(f'ok{e.rank}', flush=True)\n"
+    )
+    cmd = [MPIEXEC, "-n", "3", sys.executable, "-c", code]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=_env())
+    assert r.returncode == 0, r.stderr
+    assert sorted(re.findall(r"ok\d", r.stdout)) == ["ok0", "ok1", "ok2"]
 
 
 # -- signals, a killed rank, a hung rank ----------------------------------------------------------

@@ -440,12 +440,16 @@ def _cell_tokens(words, a, b, w0, w1, fresh, cursor, j):
 
 
 @numba.njit(cache=True, nogil=True)
-def sample_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, fresh, cache, cursor, TB):
+def sample_cell(
+    token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, fresh, keep, cache, cursor, TB
+):
     """Resample the tokens of documents [d0, d1) whose word is in [w0, w1), against n_k (this
     thread's copy of the topic totals) and the shared tw (no other thread touches these words'
     lists in this round). fresh: the chunk's first round, which counts the documents from z;
-    later rounds restore them from ``cache``. cursor[d - d0]: where the document's tokens of
-    the next word block start (the blocks are visited in ascending order, wrapping once)."""
+    later rounds restore them from ``cache``. keep: write the documents' counts back to the cache
+    (not in a chunk's last round, whose cache nobody reads: a write per document saved).
+    cursor[d - d0]: where the document's tokens of the next word block start (the blocks are
+    visited in ascending order, wrapping once)."""
     K = n_k.shape[0]
     wbeta = (tw_ptr.shape[0] - 1) * beta
     inv = np.empty(K)
@@ -483,13 +487,13 @@ def sample_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0,
         s, r, nnz = _sample_tokens(
             i0, i1, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, nz, nnz, s, r, gen, TB
         )
-        for j in range(nnz):  # to the cache, and back to no document (_close_document, fused)
-            k = nz[j]
-            cache[slot + j] = (np.int64(ndk[k]) << TB) | k
-            ndk[k] = 0
-            coef[k] = alpha[k] * inv[k]
-        if nnz < cap:
-            cache[slot + nnz] = 0
+        if keep:
+            for j in range(nnz):
+                k = nz[j]
+                cache[slot + j] = (np.int64(ndk[k]) << TB) | k
+            if nnz < cap:
+                cache[slot + nnz] = 0
+        _close_document(nz, nnz, ndk, inv, coef, alpha)
         slot += cap
     rng[row, :] = gen[0, :]
 
@@ -518,13 +522,13 @@ def sweep_partitioned_thread(
             d0, d1, w0, w1 = chunk_ptr[t, c], chunk_ptr[t, c + 1], word_ptr[b], word_ptr[b + 1]
             if n_wk.shape[1] > 0:
                 dense_cell(
-                    token_ptr, words, z, n_wk, totals[p, t], alpha, beta, rng, t, d0, d1, w0, w1, r == 0, cache[t],
-                    cursor[t], TB,
+                    token_ptr, words, z, n_wk, totals[p, t], alpha, beta, rng, t, d0, d1, w0, w1, r == 0, r < T - 1,
+                    cache[t], cursor[t], TB,
                 )  # fmt: skip
             else:
                 sample_cell(
                     token_ptr, words, z, tw_ptr, tw, totals[p, t], alpha, beta, rng, t, d0, d1, w0, w1, r == 0,
-                    cache[t], cursor[t], TB,
+                    r < T - 1, cache[t], cursor[t], TB,
                 )  # fmt: skip
             barrier_wait(address)
             q = 1 - p
@@ -986,7 +990,9 @@ def dense_sweep(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def dense_cell(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row, d0, d1, w0, w1, fresh, cache, cursor, TB):
+def dense_cell(
+    token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row, d0, d1, w0, w1, fresh, keep, cache, cursor, TB
+):
     """sample_cell on the dense table: the same cell, cache and cursors, the dense sampler."""
     K = n_k.shape[0]
     wbeta = n_wk.shape[0] * beta
@@ -1019,11 +1025,12 @@ def dense_cell(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row, d0, d1, w0
         # dense sampler keeps no list of the document's topics)
         for k in range(K):
             if ndk[k] != 0:
-                cache[slot + j] = (np.int64(ndk[k]) << TB) | k
-                j += 1
+                if keep:
+                    cache[slot + j] = (np.int64(ndk[k]) << TB) | k
+                    j += 1
                 ndk[k] = 0
                 coef[k] = alpha[k] * inv[k]
-        if j < cap:
+        if keep and j < cap:
             cache[slot + j] = 0
         slot += cap
     rng[row, :] = gen[0, :]
@@ -1052,6 +1059,51 @@ def sparse_topics(freq, tw_ptr, tw):
             j += 1
         total += freq[w] * (j - tw_ptr[w])
     return total
+
+
+# The partitioned schedule's word blocks while the sweeps are sparse: of about equal sampling
+# cost rather than equal tokens. A token of word w costs about ``per_token`` slots' worth of
+# fixed work plus the walk over w's topics (its used slots); on the movie reviews after 100
+# sweeps the most frequent words' tokens walk 21 slots and the rarest' 3, and their blocks
+# cost 110 against 76 ns a token (a cell of 8 on one thread, all documents), so blocks equal
+# in tokens kept the lanes of a round waiting for the costliest. Fitted there: about 1.9 ns a
+# slot against 55 ns of the rest, per_token = 30 (model.TOKEN_COST_SLOTS). On a corpus whose
+# words have alike numbers of topics (the 10M-token synthetic one: 11 slots a token in every
+# block) the cut is the token cut.
+@numba.njit(cache=True, nogil=True)
+def cost_blocks(tw_ptr, tw, TB, per_token, parts):
+    """Word-block boundaries (parts + 1) cutting the vocabulary into runs of about equal cost,
+    a word's cost being its tokens (the sum of its slots' counts) x (per_token + its used
+    slots): corpus.token_blocks's cut (first boundary where the running cost reaches i/parts
+    of the total), without a W-sized running array."""
+    W = tw_ptr.shape[0] - 1
+    total = 0
+    for w in range(W):
+        total += _word_cost(tw_ptr, tw, TB, per_token, w)
+    ptr = np.empty(parts + 1, np.int64)
+    ptr[0] = 0
+    ptr[parts] = W
+    i = 1
+    run = 0
+    for w in range(W + 1):
+        while i < parts and run >= (i * total) // parts:
+            ptr[i] = w
+            i += 1
+        if i == parts:
+            break
+        if w < W:
+            run += _word_cost(tw_ptr, tw, TB, per_token, w)
+    return ptr
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _word_cost(tw_ptr, tw, TB, per_token, w):
+    n = 0
+    j = tw_ptr[w]
+    while j < tw_ptr[w + 1] and tw[j] != 0:
+        n += tw[j] >> TB
+        j += 1
+    return np.int64(n) * (per_token + j - tw_ptr[w])
 
 
 @numba.njit(cache=True, nogil=True)

@@ -114,6 +114,9 @@ CACHE_BYTES_PER_TOKEN = 0.5
 # movie reviews one chunk (2 rounds a sweep at 2 ranks) instead of 3
 RANK_CACHE_BYTES_PER_TOKEN = 2.0
 CACHE_FLOOR = 256 << 10
+# The partitioned schedule's word blocks during sparse sweeps balance tokens x (this + the
+# word's topics): a token's fixed cost in units of one slot of the q walk (kernels.cost_blocks)
+TOKEN_COST_SLOTS = 30
 
 
 def _dense_start(K, W, N, threads, sampler, schedule):
@@ -223,6 +226,7 @@ class LdaGibbs(Model):
             self.n_k_local = np.zeros((threads, self.K), dtype=np.int32)
         self._barrier = None  # the partitioned sweep's, made on first use
         self._rounds = None  # under MPI, the partitioned sweep's exchanges (_plan_rounds)
+        self._send = self._recv = None
         if self.partitioned:
             self._allocate_cells(freq)
         elif threads > 1:
@@ -250,7 +254,7 @@ class LdaGibbs(Model):
         # W-sized temporaries here had set the allocation peak of 2 threads on the movie reviews)
         running = np.zeros(len(freq) + 1, dtype=np.int64)
         np.cumsum(freq, out=running[1:])
-        self.word_ptr = token_blocks(running, self.lanes)
+        self.word_ptr = self.token_word_ptr = token_blocks(running, self.lanes)
         del running
         # chunks: each thread's documents cut into S runs of about equal tokens, S the same for
         # every lane (the rounds are common, on every rank) and large enough to bound the caches
@@ -331,6 +335,8 @@ class LdaGibbs(Model):
         elif not dense:
             self._sparse_counts()
             self.n_wk = None
+        if self.partitioned:
+            self._cut_words(dense)
         if ranks and self.partitioned:
             self._sweep_ranks()
         elif self.threads == 1 and dense:
@@ -397,6 +403,18 @@ class LdaGibbs(Model):
             kern.build_counts(self.words, self.z, self.tw_ptr, self.tw, self.n_k, self.TB, self._count_budget())
             self.tw_stale = False
 
+    def _cut_words(self, dense):
+        """The sweep's word blocks: equal in tokens for dense cells (every token costs alike),
+        equal in cost for sparse ones (kernels.cost_blocks), cut from the whole n_kw, which every
+        rank holds at a sweep's start and a resumed run rebuilds: the same cut everywhere."""
+        if dense:
+            ptr = self.token_word_ptr
+        else:
+            ptr = kern.cost_blocks(self.tw_ptr, self.tw, self.TB, TOKEN_COST_SLOTS, self.lanes)
+        if not np.array_equal(ptr, self.word_ptr):
+            self.word_ptr = ptr
+            self._rounds = None  # the ranks' exchanges follow the blocks
+
     def _sweep_partitioned(self, n_wk):
         """T rounds per chunk; round r: thread t samples (its chunk, word block (t + r) mod T).
         With POSIX barriers each thread runs all its rounds in one kernel call, waiting for the
@@ -454,7 +472,7 @@ class LdaGibbs(Model):
         def cell(t):
             b = (first_lane + t + r) % G
             where = (self.chunk_ptr[t, c], self.chunk_ptr[t, c + 1], self.word_ptr[b], self.word_ptr[b + 1])
-            rest = (*where, r == 0, self.cache[t], self.cursor[t], self.TB)
+            rest = (*where, r == 0, r < G - 1, self.cache[t], self.cursor[t], self.TB)
             if n_wk.shape[1]:
                 kern.dense_cell(self.token_ptr, self.words, self.z, n_wk, self.n_k_local[t], *common, t, *rest)
             else:
@@ -563,8 +581,10 @@ class LdaGibbs(Model):
             send = max(send, room(ptr[[mine]], ptr[[mine + 1]]))
             recv = max(recv, room(ptr[[theirs]], ptr[[theirs + 1]]))
         self._rounds = {"ring": ring, "last": last}
-        self._send = np.empty(send, dtype=self.tw.dtype)
-        self._recv = np.empty(recv, dtype=self.tw.dtype)
+        if self._send is None or len(self._send) < send:
+            self._send = np.empty(send, dtype=self.tw.dtype)
+        if self._recv is None or len(self._recv) < recv:
+            self._recv = np.empty(recv, dtype=self.tw.dtype)
 
     def _exchange(self):
         """Every other rank's changes of this sweep into this rank's n_kw and n_k: as records of
