@@ -10,9 +10,9 @@ watchdog; the refusals are one line; each rank of a sharded corpus reads only it
 
 import json
 import os
+import re
 import shutil
 import signal
-import re
 import subprocess
 import sys
 import time

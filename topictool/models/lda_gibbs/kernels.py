@@ -990,9 +990,7 @@ def dense_sweep(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def dense_cell(
-    token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row, d0, d1, w0, w1, fresh, keep, cache, cursor, TB
-):
+def dense_cell(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row, d0, d1, w0, w1, fresh, keep, cache, cursor, TB):
     """sample_cell on the dense table: the same cell, cache and cursors, the dense sampler."""
     K = n_k.shape[0]
     wbeta = n_wk.shape[0] * beta
