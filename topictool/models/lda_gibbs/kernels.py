@@ -1065,9 +1065,11 @@ def sparse_topics(freq, tw_ptr, tw):
 # sweeps the most frequent words' tokens walk 21 slots and the rarest' 3, and their blocks
 # cost 110 against 76 ns a token (a cell of 8 on one thread, all documents), so blocks equal
 # in tokens kept the lanes of a round waiting for the costliest. Fitted there: about 1.9 ns a
-# slot against 55 ns of the rest, per_token = 30 (model.TOKEN_COST_SLOTS). On a corpus whose
-# words have alike numbers of topics (the 10M-token synthetic one: 11 slots a token in every
-# block) the cut is the token cut.
+# slot against 55 ns of the rest (per_token about 30), but rare words' lists are colder in the
+# caches than that fit knows, and per_token = 60 (model.TOKEN_COST_SLOTS) balanced the rounds
+# best, early and late (2 threads on the movie reviews: 1.90x one thread in steady state with
+# 60, 1.85x with 30, 1.81x with the token cut). On a corpus whose words have alike numbers of
+# topics (the 10M-token synthetic one: 11 slots a token in every block) the cut is the token cut.
 @numba.njit(cache=True, nogil=True)
 def cost_blocks(tw_ptr, tw, TB, per_token, parts):
     """Word-block boundaries (parts + 1) cutting the vocabulary into runs of about equal cost,

@@ -13,8 +13,10 @@ this class owns the arrays, the threads, the schedule of hyperparameter updates 
 saving.
 
 Threads, ``schedule=partition`` (the default; Yan, Xu & Qi 2009, tomotopy's PARTITION): the
-documents are cut into T blocks and the vocabulary into T runs of word ids, both of about
-equal token counts. A sweep is T rounds; in round r thread t samples the cell (document block
+documents are cut into T blocks of about equal token counts and the vocabulary into T runs of
+word ids of about equal sampling cost (before every sparse sweep, from the word-topic lists: a
+word's tokens x (TOKEN_COST_SLOTS + its topics), kernels.cost_blocks; for dense sweeps, equal
+token counts). A sweep is T rounds; in round r thread t samples the cell (document block
 t, word block (t + r) mod T), so in a round no two threads touch the same word's counts, and
 the one shared word-topic table n_kw needs no copy and no lock. Each document belongs to one
 thread, so n_dk is exact too; only the topic totals n_k are shared: each thread samples
@@ -55,7 +57,8 @@ MPI ranks (``train --engine mpi``): each rank owns a contiguous run of documents
 and draws from the random streams of its blocks (rank r, thread t: stream r*threads + t).
 With ``schedule=partition`` (the default) the threads of all ranks are the lanes of one
 partitioned schedule (rank r's thread t is lane r*threads + t; word blocks cut for all the
-lanes): a rank samples its lanes' cells of a round, then (``_share_round``) passes the block its
+lanes, from the whole n_kw that every rank holds at a sweep's start): a rank samples its lanes'
+cells of a round, then (``_share_round``) passes the block its
 first lane sampled to the previous rank, whose last lane samples it next, and receives one from
 the next rank (a ring step; blocks travel as their used slots, kernels.pack_blocks), and the
 totals' changes are summed; after a sweep's last round every rank's blocks go to every rank.
@@ -116,7 +119,7 @@ RANK_CACHE_BYTES_PER_TOKEN = 2.0
 CACHE_FLOOR = 256 << 10
 # The partitioned schedule's word blocks during sparse sweeps balance tokens x (this + the
 # word's topics): a token's fixed cost in units of one slot of the q walk (kernels.cost_blocks)
-TOKEN_COST_SLOTS = 30
+TOKEN_COST_SLOTS = 60
 
 
 def _dense_start(K, W, N, threads, sampler, schedule):
