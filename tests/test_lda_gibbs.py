@@ -350,11 +350,18 @@ def test_dense_start_switches_to_sparse_and_keeps_the_counts(small_corpus, monke
     first_sparse = kinds.index("sparse")
     assert 3 <= first_sparse < 15 and set(kinds[:first_sparse]) == {"dense"}, kinds
     assert m.n_wk is None  # freed once sparse
-    # the dense sweeps are as good as the sparse ones: same training likelihood after 20 sweeps
-    sparse = LdaGibbs(small_corpus, opts(K=6, optimize_alpha=True, optimize_burn_in=2, optimize_interval=3,
-                                         sampler="sparse"), rng_seed=11, threads=threads)  # fmt: skip
-    run(sparse, 20)
-    assert abs(m.log_likelihood() - sparse.log_likelihood()) < 0.03 * abs(sparse.log_likelihood())
+    # the dense sweeps are as good as the sparse ones: the same training likelihood after 20 sweeps,
+    # on average over seeds (one chain's spread here is about 2%)
+    gaps = []
+    for seed in (11, 12, 13, 14):
+        chains = []
+        for sampler in ("auto", "sparse"):
+            o = opts(K=6, optimize_alpha=True, optimize_burn_in=2, optimize_interval=3, sampler=sampler)
+            chains.append(LdaGibbs(small_corpus, o, rng_seed=seed, threads=threads))
+            run(chains[-1], 20)
+        dense, sparse = (c.log_likelihood() for c in chains)
+        gaps.append((dense - sparse) / abs(sparse))
+    assert abs(np.mean(gaps)) < 0.03, gaps
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])

@@ -425,10 +425,23 @@ def sample_block(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _cell_tokens(words, a, b, w0, w1, fresh, cursor, j):
+def _sort_topics(nz, nnz):
+    """nz[:nnz] in ascending order (insertion sort: the lists are short and mostly in order)."""
+    for j in range(1, nnz):
+        k = nz[j]
+        i = j - 1
+        while i >= 0 and nz[i] > k:
+            nz[i + 1] = nz[i]
+            i -= 1
+        nz[i + 1] = k
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _cell_tokens(words, a, b, w0, w1, first, cursor, j):
     """The run [i0, i1) of document tokens a..b-1 whose word is in [w0, w1); cursor[j] keeps where
-    the next word block's run starts (the blocks are visited in ascending order, wrapping once)."""
-    if fresh:
+    the next word block's run starts (the blocks are visited in ascending order, wrapping once;
+    the chunk's first round finds its runs by bisection)."""
+    if first:
         i0 = _first_at_least(words, a, b, w0)
     elif w0 == 0:
         i0 = a
@@ -441,15 +454,18 @@ def _cell_tokens(words, a, b, w0, w1, fresh, cursor, j):
 
 @numba.njit(cache=True, nogil=True)
 def sample_cell(
-    token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, fresh, keep, cache, cursor, TB
-):
+    token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, first, fresh, keep, sort,
+    cache, cursor, TB,
+):  # fmt: skip
     """Resample the tokens of documents [d0, d1) whose word is in [w0, w1), against n_k (this
     thread's copy of the topic totals) and the shared tw (no other thread touches these words'
-    lists in this round). fresh: the chunk's first round, which counts the documents from z;
-    later rounds restore them from ``cache``. keep: write the documents' counts back to the cache
-    (not in a chunk's last round, whose cache nobody reads: a write per document saved).
-    cursor[d - d0]: where the document's tokens of the next word block start (the blocks are
-    visited in ascending order, wrapping once)."""
+    lists in this round). first: the chunk's first round. fresh: count the documents from z
+    (a chunk's first round, unless the cache outlives the sweep), else restore them from
+    ``cache``. keep: write the documents' counts back to the cache (not in a chunk's last round
+    when nobody reads it then). sort: the documents' topics in topic order, both when counted
+    and when written (a cache that outlives the sweep: a resumed run, which counts afresh, then
+    walks a document's topics in the order the straight run restores them). cursor[d - d0]:
+    where the document's tokens of the next word block start."""
     K = n_k.shape[0]
     wbeta = (tw_ptr.shape[0] - 1) * beta
     inv = np.empty(K)
@@ -465,13 +481,15 @@ def sample_cell(
         a = token_ptr[d]
         b = token_ptr[d + 1]
         cap = min(b - a, K)
-        i0, i1 = _cell_tokens(words, a, b, w0, w1, fresh, cursor, d - d0)
+        i0, i1 = _cell_tokens(words, a, b, w0, w1, first, cursor, d - d0)
         if i0 == i1 and not fresh:  # no token of the document in this word block
             slot += cap
             continue
         r = 0.0
         if fresh:
             nnz = _count_document(z, a, b, ndk, nz)
+            if sort:
+                _sort_topics(nz, nnz)
             r = _open_document(nz, nnz, ndk, inv, coef, alpha, beta)
         else:  # restore n_dk, nz and c_k from the cache (_open_document, fused)
             nnz = 0
@@ -488,6 +506,8 @@ def sample_cell(
             i0, i1, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, nz, nnz, s, r, gen, TB
         )
         if keep:
+            if sort:  # the restored order, with this visit's new topics at the end: few moves
+                _sort_topics(nz, nnz)
             for j in range(nnz):
                 k = nz[j]
                 cache[slot + j] = (np.int64(ndk[k]) << TB) | k
@@ -496,6 +516,21 @@ def sample_cell(
         _close_document(nz, nnz, ndk, inv, coef, alpha)
         slot += cap
     rng[row, :] = gen[0, :]
+
+
+@numba.njit(cache=True, nogil=True)
+def round_flags(r, lanes, chunks, cached):
+    """sample_cell's (first, fresh, keep, sort) in round r of a chunk. With one chunk a thread's
+    cache holds all its documents and outlives the sweep: the next sweep restores the documents
+    instead of counting them from z (their tokens' topics read twice), so it is always kept, in
+    topic order, and counted afresh only when not ``cached`` (the first sweep; a resumed run,
+    whose counting in topic order gives what the straight run restores). With several chunks the
+    cache serves one chunk's rounds, and its last round's writes are never read."""
+    first = r == 0
+    persist = chunks == 1
+    fresh = first and not (persist and cached)
+    keep = persist or r < lanes - 1
+    return first, fresh, keep, persist
 
 
 # One thread's whole partitioned sweep, its rounds separated by a pthread barrier inside the
@@ -507,10 +542,11 @@ def sample_cell(
 @numba.njit(cache=True, nogil=True)
 def sweep_partitioned_thread(
     t, token_ptr, words, z, tw_ptr, tw, n_wk, totals, base, alpha, beta, rng, chunk_ptr, word_ptr, cache, cursor,
-    barrier, TB,
+    cached, barrier, TB,
 ):  # fmt: skip
     """Thread t's cells of every chunk and round; returns the parity of the final totals. With a
-    dense table n_wk (W x KP; an empty one for the sparse sampler) the cells are dense_cell's."""
+    dense table n_wk (W x KP; an empty one for the sparse sampler) the cells are dense_cell's.
+    cached: the caches hold the documents' counts from the last sweep (round_flags)."""
     T = chunk_ptr.shape[0]
     S = chunk_ptr.shape[1] - 1
     K = base.shape[1]
@@ -520,15 +556,16 @@ def sweep_partitioned_thread(
         for r in range(T):
             b = (t + r) % T
             d0, d1, w0, w1 = chunk_ptr[t, c], chunk_ptr[t, c + 1], word_ptr[b], word_ptr[b + 1]
+            first, fresh, keep, sort = round_flags(r, T, S, cached)
             if n_wk.shape[1] > 0:
                 dense_cell(
-                    token_ptr, words, z, n_wk, totals[p, t], alpha, beta, rng, t, d0, d1, w0, w1, r == 0, r < T - 1,
-                    cache[t], cursor[t], TB,
+                    token_ptr, words, z, n_wk, totals[p, t], alpha, beta, rng, t, d0, d1, w0, w1, first, fresh, keep,
+                    sort, cache[t], cursor[t], TB,
                 )  # fmt: skip
             else:
                 sample_cell(
-                    token_ptr, words, z, tw_ptr, tw, totals[p, t], alpha, beta, rng, t, d0, d1, w0, w1, r == 0,
-                    r < T - 1, cache[t], cursor[t], TB,
+                    token_ptr, words, z, tw_ptr, tw, totals[p, t], alpha, beta, rng, t, d0, d1, w0, w1, first, fresh,
+                    keep, sort, cache[t], cursor[t], TB,
                 )  # fmt: skip
             barrier_wait(address)
             q = 1 - p
@@ -990,8 +1027,12 @@ def dense_sweep(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def dense_cell(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row, d0, d1, w0, w1, fresh, keep, cache, cursor, TB):
-    """sample_cell on the dense table: the same cell, cache and cursors, the dense sampler."""
+def dense_cell(
+    token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row, d0, d1, w0, w1, first, fresh, keep, sort, cache, cursor,
+    TB,
+):  # fmt: skip
+    """sample_cell on the dense table: the same cell, cache and cursors, the dense sampler (which
+    keeps no list of a document's topics: its cache is written in topic order, sort or not)."""
     K = n_k.shape[0]
     wbeta = n_wk.shape[0] * beta
     inv, coef, p, ndk = _dense_scratch(n_wk, n_k, alpha, beta)
@@ -1003,7 +1044,7 @@ def dense_cell(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row, d0, d1, w0
         a = token_ptr[d]
         b = token_ptr[d + 1]
         cap = min(b - a, K)
-        i0, i1 = _cell_tokens(words, a, b, w0, w1, fresh, cursor, d - d0)
+        i0, i1 = _cell_tokens(words, a, b, w0, w1, first, cursor, d - d0)
         if i0 == i1 and not fresh:  # no token of the document in this word block
             slot += cap
             continue

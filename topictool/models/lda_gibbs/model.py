@@ -284,6 +284,7 @@ class LdaGibbs(Model):
         # made at the first sweep, after the count rebuild's scratch is gone (a lower peak)
         self._cells = ((T, need), dtype, (T, docs), cursor)
         self.cache = self.cursor = None
+        self._cached = False  # the caches hold the documents' counts from the last sweep
 
     def initialise(self):
         if self.engine is not None:  # this rank's blocks draw from their streams of the whole run
@@ -303,6 +304,7 @@ class LdaGibbs(Model):
 
     def _rebuild_counts(self):
         """n_kw and n_k from z (and the threads' copies of them); under MPI from every rank's z."""
+        self._cached = False  # z is new (a start or a resumed state): the cells count afresh
         self.n_wk = None
         self.tw_stale = False
         if self.engine is not None:
@@ -452,6 +454,7 @@ class LdaGibbs(Model):
                     self.word_ptr,
                     self.cache,
                     self.cursor,
+                    self._cached,
                     self._barrier.memory,
                     self.TB,
                 )
@@ -459,11 +462,12 @@ class LdaGibbs(Model):
             self.workers.run(thread)
             self.n_k[:] = self._base[parity[0]]
             self.n_k_local[:] = self.n_k
-            return
-        for c in range(self.chunk_ptr.shape[1] - 1):
-            for r in range(T):
-                self._round_cells(c, r, n_wk)
-                kern.reconcile_totals(self.n_k, self.n_k_local)
+        else:
+            for c in range(self.chunk_ptr.shape[1] - 1):
+                for r in range(T):
+                    self._round_cells(c, r, n_wk)
+                    kern.reconcile_totals(self.n_k, self.n_k_local)
+        self._cached = True
 
     def _round_cells(self, c, r, n_wk=NO_TABLE, first_lane=0):
         """Round r of chunk c, one cell per thread: thread t (lane first_lane + t) samples its
@@ -471,11 +475,12 @@ class LdaGibbs(Model):
         dense table n_wk. Called from Python, a round at a time (without POSIX barriers; MPI ranks)."""
         T, G = self.threads, self.lanes
         common = (self.alpha, self.beta, self.rng)
+        flags = kern.round_flags(r, G, self.chunk_ptr.shape[1] - 1, self._cached)
 
         def cell(t):
             b = (first_lane + t + r) % G
             where = (self.chunk_ptr[t, c], self.chunk_ptr[t, c + 1], self.word_ptr[b], self.word_ptr[b + 1])
-            rest = (*where, r == 0, r < G - 1, self.cache[t], self.cursor[t], self.TB)
+            rest = (*where, *flags, self.cache[t], self.cursor[t], self.TB)
             if n_wk.shape[1]:
                 kern.dense_cell(self.token_ptr, self.words, self.z, n_wk, self.n_k_local[t], *common, t, *rest)
             else:
@@ -535,6 +540,7 @@ class LdaGibbs(Model):
             for r in range(G):
                 self._round_cells(c, r, first_lane=p * T)
                 self._share_round(r, last=c == S - 1 and r == G - 1)
+        self._cached = True
 
     def _share_round(self, r, last):
         """After round r: the word blocks of tw where the next round needs them, and n_k += every
