@@ -28,8 +28,10 @@ threads' word counts, the staleness that grows with T. A document's tokens are s
 id (the corpus stores them so), so its tokens in a word block are one run. Its n_dk must
 survive between rounds: the thread keeps its documents' counts packed in a cache of
 min(length, K) slots per document; to bound that cache (about half a byte per token in all) a
-thread's documents are processed in S chunks of T rounds each. Round after round the threads
-wait for each other: a POSIX barrier inside the kernel, so that a sweep is one Workers.run
+thread's documents are processed in S chunks of T rounds each. With one chunk the cache outlives
+the sweep: the next sweep restores the documents from it instead of counting them from z (kept
+in topic order, so that a resumed run, which counts afresh, restores alike: kernels.round_flags).
+Round after round the threads wait for each other: a POSIX barrier inside the kernel, so that a sweep is one Workers.run
 (where the C library lacks POSIX barriers, one Workers.run per round), and each thread draws
 from its own random stream, so the same (seed, threads) gives the same model.
 
