@@ -31,9 +31,10 @@ min(length, K) slots per document; to bound that cache (about half a byte per to
 thread's documents are processed in S chunks of T rounds each. With one chunk the cache outlives
 the sweep: the next sweep restores the documents from it instead of counting them from z (kept
 in topic order, so that a resumed run, which counts afresh, restores alike: kernels.round_flags).
-Round after round the threads wait for each other: a POSIX barrier inside the kernel, so that a sweep is one Workers.run
-(where the C library lacks POSIX barriers, one Workers.run per round), and each thread draws
-from its own random stream, so the same (seed, threads) gives the same model.
+Round after round the threads wait for each other: a POSIX barrier inside the kernel, so that a
+sweep is one Workers.run (where the C library lacks POSIX barriers, one Workers.run per round),
+and each thread draws from its own random stream, so the same (seed, threads) gives the same
+model.
 
 Sampler (``sampler=auto``, the default): training starts with a dense sampler (kernels.py,
 "The dense start") while the words still have most of the K topics, and switches to SparseLDA
