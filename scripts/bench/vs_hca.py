@@ -8,7 +8,8 @@ Not a test. For every prepared corpus given, every model (HDP-LDA, NP-LDA) and e
              records CPU and wall seconds of training and the process's peak RSS.
   hca        (only when the environment variable HCA_BINARY names a built hca executable)
              runs on the LdaC export of the same training split for the same cycles with
-             -lphi,1,BURN and -lalpha,1,BURN (the same last sweeps averaged), its CPU and
+             -lphi,1,BURN and -lalpha,1,BURN (the same last sweeps averaged; hca takes an interval
+             of 1 as 2, so it averages every other one of them), its CPU and
              wall seconds and peak RSS measured by a wrapper process of its own; its phi and
              alpha are imported (topictool.importers.import_hca). When it runs, topictool is
              also run for the cycles that fit in hca's CPU time (the equal-time row).
@@ -42,9 +43,11 @@ from _common import ONE_CORE, load, peak_rss_mb
 
 MODELS = {"HDP-LDA": "hdp-gibbs", "NP-LDA": "nplda-gibbs"}
 # hca flags for the models topictool's defaults define (hca's manual, "Different models"; -S sets a
-# hyper-parameter's start value; a discount set to 0 is held at 0 in both programs)
+# hyper-parameter's start value; a discount set to 0 is held at 0 in both programs). -B is the
+# per-word Dirichlet parameter (hca multiplies it by W: -B42.58 on ch gave betatot 4258); both
+# programs then sample the same hyper-parameters (b, b0 and beta; NP-LDA b, b0, bw, bw0, aw, aw0).
 HCA_FLAGS = {
-    "HDP-LDA": ["-Ahdp", "-Sa=0", "-Sb=10", "-Sb0=10", "-B{beta_total}"],
+    "HDP-LDA": ["-Ahdp", "-Sa=0", "-Sb=10", "-Sb0=10", "-B0.01"],
     "NP-LDA": ["-Sa=0", "-Sa0=0", "-Sb=10", "-Sb0=10", "-Saw=0.5", "-Sbw=100", "-Saw0=0.5", "-Sbw0=10"],
 }
 DOC = Path(__file__).resolve().parents[2] / "docs" / "models" / "hca.md"
@@ -119,9 +122,10 @@ def run_hca(binary, corpus, label, seed, a, work):
         Path(f"{stem}.tokens").write_text("\n".join(train.vocab) + "\n")
     rep = Path(work) / f"{label}-{seed}"
     burn = a.cycles - a.average
-    flags = [f.format(beta_total=0.01 * train.W) for f in HCA_FLAGS[label]]
-    cmd = [binary, "-e", f"-K{a.K}", f"-C{a.cycles}", f"-s{seed}", "-fldac", f"-lphi,1,{burn}", f"-lalpha,1,{burn}"]
-    cmd += [*flags, str(stem), str(rep)]
+    # -W: the vocabulary's size (hca takes the largest word id of the training file otherwise, and
+    # its phi would be narrower than the vocabulary when the last words occur only in the test split)
+    cmd = [binary, "-e", f"-K{a.K}", f"-W{train.W}", f"-C{a.cycles}", f"-s{seed}", "-fldac"]
+    cmd += [f"-lphi,1,{burn}", f"-lalpha,1,{burn}", *HCA_FLAGS[label], str(stem), str(rep)]
     proc = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], capture_output=True, text=True)
     run = json.loads(proc.stdout.strip().splitlines()[-1])
     if run["code"] != 0:
@@ -189,6 +193,7 @@ def main():
     ap.add_argument("--models", default="HDP-LDA,NP-LDA")
     ap.add_argument("--json", help="write every run's figures here")
     ap.add_argument("--write-doc", action="store_true", help=f"replace the table in {DOC.name}")
+    ap.add_argument("--no-equal-time", action="store_true", help="skip topictool's runs for hca's CPU time")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -214,12 +219,13 @@ def main():
                 with tempfile.TemporaryDirectory() as work:
                     theirs = [run_hca(binary, corpus, label, s, a, work) for s in seeds]
                 results.append(dict(corpus=name, label=label, system="hca", runs=theirs))
+            if binary and not a.no_equal_time:
                 per_cycle = np.mean([r["cpu_seconds"] for r in ours]) / a.cycles
                 cycles = int(np.mean([r["cpu_seconds"] for r in theirs]) / per_cycle)
                 avg = max(1, round(a.average * cycles / a.cycles))
                 same = [run_topictool(corpus, model, s, a, cycles, avg) for s in seeds]
                 results.append(dict(corpus=name, label=label, system=f"topictool {model}, hca's CPU time", runs=same))
-            for r in results[-3 if binary else -1 :]:
+            for r in results[-(1 + bool(binary) + bool(binary and not a.no_equal_time)) :]:
                 r["summary"] = summary(r["runs"])
                 s = r["summary"]
                 print(
