@@ -127,8 +127,14 @@ def test_sparse_sweeps_cut_the_words_by_cost(small_corpus, monkeypatch):
     monkeypatch.setattr(lda_model, "TOKEN_COST_SLOTS", 0)  # the topics alone: surely another cut
     m = LdaGibbs(small_corpus, opts(K=5, sampler="sparse"), rng_seed=1, threads=3)
     tokens_cut = m.word_ptr.copy()
+    cuts = []  # what step() samples with: the cut of the table as it stands before the sweep
+    real = kern.cost_blocks
+    monkeypatch.setattr(kern, "cost_blocks", lambda *a: cuts.append(real(*a)) or cuts[-1])
     for _ in range(3):
+        before = m.tw.copy()
         m.step()
+        assert np.array_equal(cuts[-1], real(m.tw_ptr, before, m.TB, 0, 3))
+    assert len(cuts) == 3 and np.array_equal(m.word_ptr, cuts[-1])
     freq = np.bincount(m.words, minlength=m.W)
     topics = np.array([np.count_nonzero(m.tw[m.tw_ptr[w] : m.tw_ptr[w + 1]]) for w in range(m.W)])
     running = np.concatenate([[0], np.cumsum(freq * (lda_model.TOKEN_COST_SLOTS + topics))])
@@ -153,6 +159,68 @@ def test_sparse_sweeps_cut_the_words_by_cost(small_corpus, monkeypatch):
         for parts in (1, 2, 3, 7):
             expected = token_blocks(np.concatenate([[0], np.cumsum(cost)]), parts)
             assert np.array_equal(kern.cost_blocks(tw_ptr, tw, TB, 7, parts), expected)
+
+
+def test_round_flags():
+    """(first, fresh, keep, sort) of each round: one chunk keeps its caches across sweeps (counted
+    from z only when they are not cached); several chunks count at a chunk's first round and skip
+    the last round's writes."""
+    from topictool.models.lda_gibbs.kernels import round_flags
+
+    table = {(r, S, cached): tuple(bool(x) for x in round_flags(r, 3, S, cached)) for r in range(3)
+             for S in (1, 2) for cached in (False, True)}  # fmt: skip
+    for cached in (False, True):
+        assert table[0, 1, cached] == (True, not cached, True, True)
+        assert table[1, 1, cached] == table[2, 1, cached] == (False, False, True, True)
+        assert table[0, 2, cached] == (True, True, True, False)
+        assert table[1, 2, cached] == (False, False, True, False)
+        assert table[2, 2, cached] == (False, False, False, False)
+
+
+@pytest.mark.parametrize("chunks", ["one", "several"])
+def test_partition_caches_hold_the_documents_counts(small_corpus, monkeypatch, chunks):
+    """After every round whose flags keep the caches, each of the round's documents' cache holds
+    its n_dk as counted from z; with one chunk also across sweeps (what the next sweep restores)."""
+    from topictool.models.lda_gibbs import kernels as kern
+    from topictool.models.lda_gibbs import model as lda_model
+
+    monkeypatch.setattr(lda_model, "BARRIERS", False)  # rounds from Python, so they can be watched
+    if chunks == "several":
+        monkeypatch.setattr(lda_model, "CACHE_FLOOR", 0)
+        monkeypatch.setattr(lda_model, "CACHE_BYTES_PER_TOKEN", 0.1)
+    m = LdaGibbs(small_corpus, opts(K=6, sampler="sparse"), rng_seed=5, threads=3)
+    S = m.chunk_ptr.shape[1] - 1
+    assert (S >= 2) == (chunks == "several")
+    mask = (1 << m.TB) - 1
+    checked = []
+
+    def check(c):
+        for t in range(m.threads):
+            slot = 0
+            for d in range(m.chunk_ptr[t, c], m.chunk_ptr[t, c + 1]):
+                a, b = m.token_ptr[d], m.token_ptr[d + 1]
+                cached = np.zeros(m.K, dtype=np.int64)
+                for e in m.cache[t][slot : slot + min(b - a, m.K)]:
+                    if e == 0:
+                        break
+                    cached[int(e) & mask] = int(e) >> m.TB
+                assert np.array_equal(cached, np.bincount(m.z[a:b], minlength=m.K)), (c, t, d)
+                slot += min(b - a, m.K)
+        checked.append(c)
+
+    real = m._round_cells
+
+    def watched(c, r, *args, **kw):
+        real(c, r, *args, **kw)
+        if kern.round_flags(r, m.lanes, S, m._cached)[2]:
+            check(c)
+
+    monkeypatch.setattr(m, "_round_cells", watched)
+    for _ in range(4):
+        m.step()
+        if S == 1:
+            check(0)
+    assert len(checked) >= 4 * (m.threads - 1) * S
 
 
 def test_partition_threads_really_run_and_never_share_a_word(small_corpus, monkeypatch):
@@ -214,23 +282,26 @@ def test_partition_in_chunks(small_corpus, monkeypatch):
     assert np.array_equal(straight.z, resumed.z)
 
 
+@pytest.mark.parametrize("chunks", ["one", "several"])
 @pytest.mark.parametrize("sampler", ["sparse", "dense"])
 @pytest.mark.parametrize("threads", [2, 3])
-def test_partition_barrier_kernel_equals_round_by_round(small_corpus, monkeypatch, threads, sampler):
+def test_partition_barrier_kernel_equals_round_by_round(small_corpus, monkeypatch, threads, sampler, chunks):
     """The sweep with the barrier inside the kernel (one call per thread per sweep) and the sweep
-    driven round by round from Python are the same schedule: the same model, bit for bit."""
+    driven round by round from Python are the same schedule: the same model, bit for bit (with
+    one chunk the caches outlive the sweeps, with several they serve one chunk's rounds)."""
     from topictool.models.lda_gibbs import model as lda_model
 
     if sampler == "dense":
         force_dense(monkeypatch, fraction=0.0)
-    monkeypatch.setattr(lda_model, "CACHE_FLOOR", 0)
-    monkeypatch.setattr(lda_model, "CACHE_BYTES_PER_TOKEN", 0.1)  # several chunks
+    if chunks == "several":
+        monkeypatch.setattr(lda_model, "CACHE_FLOOR", 0)
+        monkeypatch.setattr(lda_model, "CACHE_BYTES_PER_TOKEN", 0.1)
     o = opts(K=6, optimize_alpha=True, optimize_burn_in=2, optimize_interval=3)
     runs = []
     for barriers in (True, False):
         monkeypatch.setattr(lda_model, "BARRIERS", barriers)
         m = LdaGibbs(small_corpus, o, rng_seed=7, threads=threads)
-        assert m.chunk_ptr.shape[1] - 1 >= 2
+        assert (m.chunk_ptr.shape[1] - 1 >= 2) == (chunks == "several")
         assert set(run(m, 8)) == {sampler}
         m.check_invariants()
         runs.append(m)

@@ -248,6 +248,7 @@ def test_evaluate_on_ranks_equals_one_process(planted, tmp_path):
         assert ranks["ranks"] == 2
 
 
+@needs_mpi
 def test_allgatherv_gives_every_part_in_rank_order(tmp_path):
     """MpiEngine.allgatherv on 3 ranks, parts of unequal lengths (one empty), below and above
     RING_BYTES (MPI's Allgatherv, then the ring of Sendrecv steps): the same concatenation."""
@@ -260,6 +261,7 @@ def test_allgatherv_gives_every_part_in_rank_order(tmp_path):
         "    out, offsets = e.allgatherv(part(e.rank))\n"
         "    expected = np.concatenate([part(r) for r in range(e.size)])\n"
         "    assert np.array_equal(out, expected) and offsets.tolist() == [0, 0, n, 3 * n], n\n"
+        "e.close()\n"
         "print(f'ok{e.rank}', flush=True)\n"
     )
     cmd = [MPIEXEC, "-n", "3", sys.executable, "-c", code]

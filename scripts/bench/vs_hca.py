@@ -44,7 +44,8 @@ from _common import ONE_CORE, load, peak_rss_mb
 MODELS = {"HDP-LDA": "hdp-gibbs", "NP-LDA": "nplda-gibbs"}
 # hca flags for the models topictool's defaults define (hca's manual, "Different models"; -S sets a
 # hyper-parameter's start value; a discount set to 0 is held at 0 in both programs). -B is the
-# per-word Dirichlet parameter (hca multiplies it by W: -B42.58 on ch gave betatot 4258); both
+# per-word Dirichlet parameter (hca multiplies it by W and clamps it to min(1, 10000/W) a word:
+# -B42.58 on ch gave betatot 4258, 1.0 a word); both
 # programs then sample the same hyper-parameters (b, b0 and beta; NP-LDA b, b0, bw, bw0, aw, aw0).
 HCA_FLAGS = {
     "HDP-LDA": ["-Ahdp", "-Sa=0", "-Sb=10", "-Sb0=10", "-B0.01"],

@@ -22,8 +22,9 @@ as many as min(frequency of w, K). Each used slot packs ``count << TB | topic``
 count and then by topic, and empty slots are 0. Because packed values of a word are
 distinct, the order is canonical: rebuilding the lists from the assignments gives the
 same arrays bit for bit, which is what makes resume exact. Document-topic counts are
-not stored: each document's counts are rebuilt from its assignments when the sweep
-reaches it (as Mallet does), which saves D x K integers.
+not stored as a D x K table: one thread's sweep rebuilds each document's counts from its
+assignments when it reaches it (as Mallet does); the partitioned schedule's cells keep them
+packed in per-thread caches between rounds (below).
 
 Why this sampler (measured on the movie-review corpus, D=2000, W=14753, N=662825,
 K=100, alpha=0.1, beta=0.01, one core of a 2-core AMD EPYC VM, numba 0.68; whole
