@@ -22,6 +22,7 @@ and memory; --write-doc replaces the table between the markers in docs/models/hc
 
     python scripts/bench/vs_hca.py /tmp/mv /tmp/ch /tmp/su --seeds 1,2,3,4,5 --json vs_hca.json
     HCA_BINARY=$HOME/hca/HCA/hca/hca python scripts/bench/vs_hca.py /tmp/mv --write-doc
+    python scripts/bench/vs_hca.py --merge a.json b.json --write-doc    # seeds run as separate jobs
 
 Without HCA_BINARY the hca rows are skipped with one line saying so (hca is not part of
 topictool and is never downloaded or built by this script). The model flags given to hca are
@@ -184,9 +185,31 @@ def write_doc(text):
     DOC.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
 
 
+def merge(a):
+    """The runs of several --json files as one table: rows of the same corpus, model and system
+    pooled (their seeds together), in the order they first appear."""
+    rows, seeds = {}, []
+    for path in a.merge:
+        data = json.loads(Path(path).read_text())
+        seeds += [s for s in data["args"]["seeds"].split(",") if s not in seeds]
+        for r in data["results"]:
+            key = (r["corpus"], r["label"], r["system"])
+            rows.setdefault(key, dict(corpus=r["corpus"], label=r["label"], system=r["system"], runs=[]))
+            rows[key]["runs"] += r["runs"]
+    results = list(rows.values())
+    for r in results:
+        r["summary"] = summary(r["runs"])
+    text = table(results, ",".join(seeds))
+    print(text)
+    if a.json:
+        Path(a.json).write_text(json.dumps({"merged": a.merge, "results": results}, indent=1))
+    if a.write_doc:
+        write_doc(text)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("corpora", nargs="+", help="prepared corpus directories (train and test splits)")
+    ap.add_argument("corpora", nargs="*", help="prepared corpus directories (train and test splits)")
     ap.add_argument("--K", type=int, default=100)
     ap.add_argument("--cycles", type=int, default=300)
     ap.add_argument("--average", type=int, default=100, help="sweeps averaged at the end (phi_average, hca -lphi)")
@@ -195,12 +218,22 @@ def main():
     ap.add_argument("--json", help="write every run's figures here")
     ap.add_argument("--write-doc", action="store_true", help=f"replace the table in {DOC.name}")
     ap.add_argument("--no-equal-time", action="store_true", help="skip topictool's runs for hca's CPU time")
+    ap.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="JSON",
+        help="no runs: one table of the runs in these --json files (e.g. seeds split over jobs)",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
         a.corpus, a.model = a.corpora[0], a.worker
         return topictool_worker(a)
+    if a.merge:
+        return merge(a)
+    if not a.corpora:
+        ap.error("give prepared corpus directories (or --merge JSON ...)")
     if not 0 <= a.average <= a.cycles:
         sys.exit("--average must be between 0 and --cycles")
     seeds = [int(s) for s in a.seeds.split(",")]
