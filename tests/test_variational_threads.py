@@ -13,10 +13,12 @@ import pytest
 
 from topictool import synth
 from topictool.evaluate.completion import document_completion
+from topictool.models.variational import kernels as kern
 from topictool.models.variational.pcsvb0 import HdpPcsvb0
 from topictool.models.variational.pcvb0 import HdpPcvb0
 from topictool.models.variational.scvb0 import LdaScvb0
 from topictool.models.variational.svi import LdaSvi
+from topictool.threads import BARRIERS
 
 from .conftest import run
 
@@ -67,6 +69,36 @@ def test_same_seed_and_threads_same_model(small, cls, opts):
     for _ in range(3):
         single.step()
     assert not np.array_equal(single.snapshot().phi, one.snapshot().phi)
+
+
+# The threaded passes that wait inside their kernels (one Workers.run a pass) against the same pass
+# driven from Python a round at a time (a Workers.run per minibatch and per merge), which is also
+# what runs where the C library has no POSIX barriers. rho^Phi = 30 / (1000 + t)^0.5 ~ 0.95 with
+# minibatches of one document: the lazily decayed table's scale underflows and is folded into the
+# rows every ~77 minibatches, by each thread for its own words.
+IN_KERNEL = [
+    (LdaScvb0, dict(K=5, minibatch=16)),
+    (LdaScvb0, dict(K=5, minibatch=1, s_phi=30.0, kappa=0.5, clumping=True, burn_in=0)),
+]
+
+
+@pytest.mark.skipif(not BARRIERS, reason="this C library has no POSIX barriers: the Python rounds run instead")
+@pytest.mark.parametrize("cls,opts", IN_KERNEL, ids=[f"{c.name}-{i}" for i, (c, _) in enumerate(IN_KERNEL)])
+def test_in_kernel_pass_equals_python_rounds(small, cls, opts):
+    for threads in (2, 3):
+        kernel, rounds = build(cls, small, threads, **opts), build(cls, small, threads, **opts)
+        rounds._python_rounds = True
+        folds = 0
+        for _ in range(3):
+            # the scale the pass would end with if it never folded
+            o, t0 = kernel.opts, kernel.t
+            rho = [kern.step_size(o["s_phi"], o["tau_phi"], o["kappa"], t) for t in range(t0, t0 + small.D)]
+            unfolded = np.log(kernel.scale) + np.sum(np.log1p(-np.array(rho[: -(-small.D // o["minibatch"])])))
+            assert kernel.step() == rounds.step()
+            folds += np.log(kernel.scale) > unfolded + 1e-6
+            same_state(kernel, rounds)
+        assert kernel._barrier is not None and rounds._barrier is None
+        assert folds > 0 or opts.get("minibatch") != 1  # the fold case really folded
 
 
 @pytest.mark.parametrize("cls,opts", VARIANTS, ids=IDS)

@@ -54,6 +54,8 @@ class VariationalModel(Model):
     doc_topic_bytes = 8
     thread_topic_word_bytes = 8  # _thread_tables: a float64 (rows, K) table per thread
     lazy_table = None
+    _barrier = None  # threads.Barrier of a model whose threaded pass waits inside its kernels
+    _python_rounds = False  # True: the threaded pass from Python, a Workers.run a round (tests)
     #: state scalars that must be positive (the others must be >= 0)
     positive_scalars = frozenset({"scale", "alpha", "gamma", "gbar"})
 
@@ -123,6 +125,12 @@ class VariationalModel(Model):
         self.workers.run(lambda t: kern.merge_rows(table, acc, f, mark, ranges[t], ranges[t + 1]))
         kern.merge_totals(totals, acc_k, f)
         n_touched[:] = 0
+
+    def _minibatch_cuts(self, order, minibatch):
+        """(minibatches, T + 1) positions into ``order``: row b cuts minibatch b (order[b M : b M + M])
+        into the threads' runs (``_cuts``)."""
+        starts = range(0, self.D, minibatch)
+        return np.array([lo + self._cuts(order[lo : lo + minibatch]) for lo in starts], dtype=np.int64)
 
     def _cuts(self, docs):
         """Positions (T + 1) cutting the document list ``docs`` into one run per thread, of

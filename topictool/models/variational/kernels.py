@@ -293,6 +293,24 @@ def merge_rows(table, acc, f, mark, w0, w1):
             table[w, k] += row[k]
 
 
+# decay_scaled on rows [w0, w1) of A only (and B when with_totals): every thread computes the same new
+# scale from the same (scale, rho), so each can fold its own range of words with no barrier between
+# the decay and its merge_rows of that range. Returns the new scale.
+@numba.njit(cache=True, nogil=True)
+def decay_scaled_rows(A, B, scale, rho, w0, w1, with_totals):
+    new = scale * (1.0 - rho)
+    if new >= RESCALE_BELOW:
+        return new
+    f = 0.0 if new <= 0.0 else new  # rho == 1: forget everything
+    for w in range(w0, w1):
+        for k in range(A.shape[1]):
+            A[w, k] *= f
+    if with_totals:
+        for k in range(B.shape[0]):
+            B[k] *= f
+    return 1.0
+
+
 # totals += sum_t f[t] acc_k[t] (t in order); acc_k cleared.
 @numba.njit(cache=True, nogil=True)
 def merge_totals(totals, acc_k, f):

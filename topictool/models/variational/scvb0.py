@@ -41,7 +41,10 @@ Implementation notes.
   documents (about equal tokens), updates their N^Theta rows and accumulates its own Nhat^Phi,
   Nhat^Z; after the minibatch the T accumulators are summed in thread order (``kernels.merge_rows``,
   each thread merging a range of words) into (F3)-(F4). The same algorithm as on one thread; only
-  the summation order differs.
+  the summation order differs. A pass is one kernel call per thread (``_scvb0_pass_thread``), the
+  threads waiting for each other twice a minibatch on a POSIX barrier inside it: driven from
+  Python instead (``_pass_rounds``, where the C library has no barriers), the two Workers.run and
+  the merge's Python of every minibatch held 2 threads at 1.4-1.6x one on the movie reviews.
 - One ``step()`` is one pass over the corpus in minibatches of ``minibatch`` documents
   (step_unit "pass"; t counts the minibatches of the whole run).
 """
@@ -49,6 +52,7 @@ Implementation notes.
 import numba
 import numpy as np
 
+from ...threads import BARRIERS, Barrier, barrier_wait, split
 from ..base import POSITIVE_INT
 from . import kernels as kern
 from .common import VariationalModel
@@ -139,6 +143,45 @@ def _scvb0_pass(
     return scale, t
 
 
+# Thread t's part of a whole SCVB0 pass on T threads (module docstring, "Threads"), waiting for the
+# others inside the kernel (a POSIX barrier; ``threads``): per minibatch b, (F1)-(F2) on the run
+# order[cuts[b, t]:cuts[b, t + 1]] into its own acc[t], acc_z[t]; barrier; (F3)-(F4) on its range of
+# words [ranges[t], ranges[t + 1]) -- the decay folded into its rows when the scale underflows, then
+# every thread's statistics of those rows in thread order -- and thread 0 the totals; barrier. Every
+# thread computes the same scale, rho and token total, so the sums are those of the Python rounds
+# (``LdaScvb0._pass_rounds``) to the bit. Returns (scale, t) after the pass.
+@numba.njit(cache=True, nogil=True)
+def _scvb0_pass_thread(
+    tid, doc_ptr, word_ids, counts, doc_len, order, cuts, ranges, n_theta, phi_wk, n_z, scale, acc, acc_z, mark,
+    touched, tokens, alpha, beta, C, s_phi, tau_phi, s_theta, tau_theta, kappa, t, burn_in, clumping, barrier,
+):  # fmt: skip
+    W, K = phi_wk.shape
+    T = acc.shape[0]
+    address = barrier.ctypes.data
+    inv_nz = np.empty(K, dtype=np.float64)
+    f = np.empty(T, dtype=np.float64)
+    w0, w1 = ranges[tid], ranges[tid + 1]
+    for b in range(cuts.shape[0]):
+        _inverse_totals(n_z, scale, W, beta, inv_nz)
+        _, tokens[tid] = _scvb0_docs(
+            doc_ptr, word_ids, counts, doc_len, order, cuts[b, tid], cuts[b, tid + 1], n_theta, phi_wk, scale, inv_nz,
+            acc[tid], acc_z[tid], mark[tid], touched[tid], 0, alpha, beta, s_theta, tau_theta, kappa, burn_in, clumping,
+        )  # fmt: skip
+        barrier_wait(address)
+        total = 0
+        for u in range(T):
+            total += tokens[u]
+        rho = kern.step_size(s_phi, tau_phi, kappa, t)
+        scale = kern.decay_scaled_rows(phi_wk, n_z, scale, rho, w0, w1, tid == 0)
+        f[:] = rho * C / max(total, 1) / scale
+        kern.merge_rows(phi_wk, acc, f, mark, w0, w1)
+        if tid == 0:
+            kern.merge_totals(n_z, acc_z, f)
+        t += 1
+        barrier_wait(address)
+    return scale, t
+
+
 # ----------------------------------------------------------------------------
 # the model
 
@@ -196,32 +239,53 @@ class LdaScvb0(VariationalModel):
                 self._acc[0], self._acc_z[0], self._mark[0], self._touched[0], alpha, beta, float(self.N),
                 s_phi, tau_phi, s_theta, tau_theta, kappa, self.t, o["burn_in"], o["clumping"],
             )  # fmt: skip
-        else:  # module docstring, "Threads"
-            inv_nz = np.empty(self.K)
-            tables = (self._acc, self._acc_z, self._mark, self._touched, self._n_touched)
+        elif BARRIERS and not self._python_rounds:  # module docstring, "Threads": one kernel call a thread
+            cuts = self._minibatch_cuts(order, o["minibatch"])
+            ranges = np.array(split(self.W, self.threads), dtype=np.int64)
             tokens = np.zeros(self.threads, dtype=np.int64)
-            for lo in range(0, self.D, o["minibatch"]):
-                hi = min(lo + o["minibatch"], self.D)
-                cuts = lo + self._cuts(order[lo:hi])
-                _inverse_totals(self.n_z, self.scale, self.W, beta, inv_nz)
+            if self._barrier is None:
+                self._barrier = Barrier(self.threads)
+            out = [None] * self.threads
 
-                def part(t, cuts=cuts):
-                    self._n_touched[t], tokens[t] = _scvb0_docs(
-                        *self._documents(), order, cuts[t], cuts[t + 1], self.n_theta, self.phi_wk, self.scale,
-                        inv_nz, self._acc[t], self._acc_z[t], self._mark[t], self._touched[t], 0, alpha, beta,
-                        s_theta, tau_theta, kappa, o["burn_in"], o["clumping"],
-                    )  # fmt: skip
+            def thread(t):
+                out[t] = _scvb0_pass_thread(
+                    t, *self._documents(), order, cuts, ranges, self.n_theta, self.phi_wk, self.n_z, self.scale,
+                    self._acc, self._acc_z, self._mark, self._touched, tokens, alpha, beta, float(self.N), s_phi,
+                    tau_phi, s_theta, tau_theta, kappa, self.t, o["burn_in"], o["clumping"], self._barrier.memory,
+                )  # fmt: skip
 
-                self.workers.run(part)
-                # (F3)-(F4), the threads' statistics summed in thread order
-                rho = kern.step_size(s_phi, tau_phi, kappa, self.t)
-                self.scale = kern.decay_scaled(self.phi_wk, self.n_z, self.scale, rho)
-                f = rho * float(self.N) / max(int(tokens.sum()), 1) / self.scale
-                self._merge(self.phi_wk, self.n_z, tables, np.full(self.threads, f))
-                self.t += 1
+            self.workers.run(thread)
+            self.scale, self.t = out[0]
+        else:
+            self._pass_rounds(order, alpha, beta, s_phi, tau_phi, s_theta, tau_theta, kappa)
         self.iteration += 1
         rho_phi = kern.step_size(o["s_phi"], o["tau_phi"], o["kappa"], self.t - 1)
         return self._metrics(minibatches=self.t, rho_phi=float(rho_phi))
+
+    def _pass_rounds(self, order, alpha, beta, s_phi, tau_phi, s_theta, tau_theta, kappa):
+        """The threaded pass from Python, a Workers.run per minibatch and one per merge: where the C
+        library has no POSIX barriers, and the reference the one-call kernel is tested against."""
+        o = self.opts
+        inv_nz = np.empty(self.K)
+        tables = (self._acc, self._acc_z, self._mark, self._touched, self._n_touched)
+        tokens = np.zeros(self.threads, dtype=np.int64)
+        for cuts in self._minibatch_cuts(order, o["minibatch"]):
+            _inverse_totals(self.n_z, self.scale, self.W, beta, inv_nz)
+
+            def part(t, cuts=cuts):
+                self._n_touched[t], tokens[t] = _scvb0_docs(
+                    *self._documents(), order, cuts[t], cuts[t + 1], self.n_theta, self.phi_wk, self.scale,
+                    inv_nz, self._acc[t], self._acc_z[t], self._mark[t], self._touched[t], 0, alpha, beta,
+                    s_theta, tau_theta, kappa, o["burn_in"], o["clumping"],
+                )  # fmt: skip
+
+            self.workers.run(part)
+            # (F3)-(F4), the threads' statistics summed in thread order
+            rho = kern.step_size(s_phi, tau_phi, kappa, self.t)
+            self.scale = kern.decay_scaled(self.phi_wk, self.n_z, self.scale, rho)
+            f = rho * float(self.N) / max(int(tokens.sum()), 1) / self.scale
+            self._merge(self.phi_wk, self.n_z, tables, np.full(self.threads, f))
+            self.t += 1
 
     # -- estimates -----------------------------------------------------------------------
 
