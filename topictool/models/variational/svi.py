@@ -59,7 +59,12 @@ Implementation notes.
   starts from its own stream (row t; MPI ranks: rows 1..T, see ``initialise``); lambda is read
   only. The statistics are summed in thread order (``_sum_threads``), then the global step is the
   same as on one thread. The local step depends only on lambda and the document, so the only
-  differences from one thread are the summation order and the cold starts' draws.
+  differences from one thread are the summation order and the cold starts' draws. A pass is one
+  kernel call per thread (``_svi_pass_thread``), the threads waiting for each other on a POSIX
+  barrier inside it (four times a minibatch); driven from Python a minibatch at a time
+  (``_pass_rounds``, where the C library has no barriers) 2 threads gave 1.3-1.4x one on the
+  movie reviews, the Workers.run calls, the statistics' allocation and the serial global step
+  between the parallel parts.
 - No fastmath anywhere: with it, LLVM reassociated the local step's single-precision sums
   (vectorised with the CPU target's width, and differently in a fresh compilation than in
   numba's cached copy), so the same seed gave other models on a cold cache, a warm cache
@@ -75,7 +80,7 @@ import numpy as np
 
 from ...kernels.rng import gamma as gamma_draw
 from ...kernels.rng import make_streams, shuffle
-from ...threads import split
+from ...threads import BARRIERS, Barrier, barrier_wait, split
 from ..base import POSITIVE_INT
 from . import kernels as kern
 from .common import VariationalModel
@@ -285,6 +290,63 @@ def _global_step(lam_wk, lam_k, scale, words, sstats, rho, D_total, size):
     return scale
 
 
+# Thread tid's part of a whole pass on T threads (module docstring, "Threads"), waiting for the others
+# on a POSIX barrier inside the kernel. Per minibatch b (documents order[lo[b]:lo[b + 1]]): thread 0
+# lists its words (mark, words); each thread exp{E[log beta]} of a range of them; each thread the
+# local step of its run order[cuts[b, tid]:cuts[b, tid + 1]] into sstats[tid] (cold starts from
+# stream tid); each thread the sum over threads and lambda's rows of its range of words; thread 0
+# lambda's totals (in word order, as _global_step) and the marks. The same sums as ``LdaSvi._local``
+# with _global_step, to the bit. sstats (T, W, K), total (W, K), eb (W, K) and words (W) are scratch;
+# iters (T) gets each thread's local iterations. Returns (scale, t).
+@numba.njit(cache=True, nogil=True)
+def _svi_pass_thread(
+    tid, doc_ptr, word_ids, counts, order, lo, cuts, lam_wk, lam_k, scale, gamma_dk, warm, alpha, beta, max_iters,
+    tol, rng, mark, words, n_words, eb, sstats, total, iters, D_total, tau, kappa, t, barrier,
+):  # fmt: skip
+    T = sstats.shape[0]
+    W, K = lam_wk.shape
+    address = barrier.ctypes.data
+    v0, v1 = W * tid // T, W * (tid + 1) // T  # this thread's rows of lambda when the scale folds
+    for b in range(lo.shape[0] - 1):
+        if tid == 0:
+            mine, _ = _local_words(doc_ptr, word_ids, order[lo[b] : lo[b + 1]], mark)
+            n_words[0] = mine.shape[0]
+            words[: mine.shape[0]] = mine
+        barrier_wait(address)
+        n = n_words[0]
+        j0, j1 = n * tid // T, n * (tid + 1) // T  # threads.split(n, T)
+        _expected_log_beta(words[:n], lam_wk, lam_k, scale, beta, eb, j0, j1)
+        sstats[tid, :n] = 0.0
+        barrier_wait(address)
+        docs = order[cuts[b, tid] : cuts[b, tid + 1]]
+        iters[tid] += _local_documents(
+            doc_ptr, word_ids, counts, docs, mark, eb[:n], gamma_dk, warm, alpha, max_iters, tol, rng, tid,
+            sstats[tid, :n],
+        )  # fmt: skip
+        barrier_wait(address)
+        _sum_threads(sstats[:, :n], total[:n], j0, j1)
+        # (G1)-(G2) as _global_step: the decay (every thread folds its own rows when the scale underflows),
+        # then lambda's rows of this thread's words, then (thread 0) the totals in word order
+        rho = kern.step_size(1.0, tau, kappa, t)
+        folded = scale * (1.0 - rho) < kern.RESCALE_BELOW
+        scale = kern.decay_scaled_rows(lam_wk, lam_k, scale, rho, v0, v1, tid == 0)
+        if folded:  # every thread's rows before anyone adds to any
+            barrier_wait(address)
+        f = rho * D_total / (lo[b + 1] - lo[b]) / scale
+        for j in range(j0, j1):
+            w = words[j]
+            for k in range(K):
+                lam_wk[w, k] += f * total[j, k]
+        barrier_wait(address)
+        if tid == 0:
+            for j in range(n):
+                for k in range(K):
+                    lam_k[k] += f * total[j, k]
+                mark[words[j]] = -1
+        t += 1
+    return scale, t
+
+
 # ----------------------------------------------------------------------------
 # the model
 
@@ -363,6 +425,28 @@ class LdaSvi(VariationalModel):
             shuffle(order, self.rng, 0)
         rho_first = kern.step_size(1.0, tau, kappa, self.t)
         iters = 0
+        if engine is None and self.threads > 1 and BARRIERS and not self._python_rounds:
+            iters = self._pass_in_kernel(order, warm, alpha, beta, tau, kappa)
+        else:
+            iters = self._pass_rounds(order, first, D_total, warm, alpha, beta, tau, kappa)
+        self.iteration += 1
+        if engine is not None:
+            iters = int(engine.sum(np.array([iters], dtype=np.int64))[0])
+        metrics = {
+            "documents_seen": self.iteration * D_total,
+            "minibatches": self.t,
+            "rho_first": float(rho_first),
+            "rho_last": float(kern.step_size(1.0, tau, kappa, self.t - 1)),
+            "mean_local_iterations": float(iters) / max(D_total, 1),
+        }
+        if engine is not None:
+            metrics["tokens"] = int(self.corpus.N_total)
+        return metrics
+
+    def _pass_rounds(self, order, first, D_total, warm, alpha, beta, tau, kappa):
+        """The pass a minibatch at a time from Python (one thread, MPI ranks, and threads where the C
+        library has no POSIX barriers); returns the local iterations done."""
+        o, engine, iters = self.opts, self.engine, 0
         for lo in range(0, D_total, o["minibatch"]):
             hi = min(lo + o["minibatch"], D_total)
             docs = order[lo:hi]
@@ -379,19 +463,33 @@ class LdaSvi(VariationalModel):
             rho = kern.step_size(1.0, tau, kappa, self.t)
             self.scale = _global_step(self.lam_wk, self.lam_k, self.scale, words, sstats, rho, float(D_total), hi - lo)
             self.t += 1
-        self.iteration += 1
-        if engine is not None:
-            iters = int(engine.sum(np.array([iters], dtype=np.int64))[0])
-        metrics = {
-            "documents_seen": self.iteration * D_total,
-            "minibatches": self.t,
-            "rho_first": float(rho_first),
-            "rho_last": float(kern.step_size(1.0, tau, kappa, self.t - 1)),
-            "mean_local_iterations": float(iters) / max(D_total, 1),
-        }
-        if engine is not None:
-            metrics["tokens"] = int(self.corpus.N_total)
-        return metrics
+        return iters
+
+    def _pass_in_kernel(self, order, warm, alpha, beta, tau, kappa):
+        """The pass on T threads as one kernel call each (``_svi_pass_thread``); returns the local
+        iterations done."""
+        o, T, W, K = self.opts, self.threads, self.W, self.K
+        if self._barrier is None:
+            self._barrier = Barrier(T)
+            # scratch: the minibatch's words, their exp{E[log beta]}, the threads' and the summed statistics
+            self._scratch = (
+                np.empty(W, dtype=np.int64), np.zeros(1, dtype=np.int64), np.empty((W, K), dtype=np.float32),
+                np.empty((T, W, K)), np.empty((W, K)),
+            )  # fmt: skip
+        lo = np.array([*range(0, self.D, o["minibatch"]), self.D], dtype=np.int64)
+        cuts = self._minibatch_cuts(order, o["minibatch"])
+        iters, out = np.zeros(T, dtype=np.int64), [None] * T
+        args = (o["local_iterations"], float(o["local_tol"]), self.rng, self._mark, *self._scratch, iters)
+
+        def thread(t):
+            out[t] = _svi_pass_thread(
+                t, self.doc_ptr, self.word_ids, self.counts, order, lo, cuts, self.lam_wk, self.lam_k, self.scale,
+                self.gamma_dk, warm, alpha, beta, *args, float(self.D), tau, kappa, self.t, self._barrier.memory,
+            )  # fmt: skip
+
+        self.workers.run(thread)
+        self.scale, self.t = out[0]
+        return int(iters.sum())
 
     def _local(self, docs, warm, alpha, beta):
         """(L1)-(L2) for the minibatch's documents ``docs``: (words, sstats, local iterations). With T
