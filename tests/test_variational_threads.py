@@ -83,6 +83,9 @@ IN_KERNEL = [
     (LdaSvi, dict(K=5, minibatch=7, cold_passes=2, tau=1.0)),  # rho_0 = 1: lambda forgotten, "folded" to 0
     (HdpPcvb0, dict(K=8)),
     (HdpPcvb0, dict(K=8, clumping=True, init="random")),
+    (HdpPcsvb0, dict(K=8)),  # word by word
+    (HdpPcsvb0, dict(K=8, clumping=True, burn_in=1, s_c=500.0)),  # rho^c near 1: the views fold often
+    (HdpPcsvb0, dict(K=8, alpha_update="corpus", optimize_gamma=False)),
 ]
 
 

@@ -110,7 +110,9 @@ class VariationalModel(Model):
         T, K = self.threads, self.K
         return (
             np.zeros((T, rows, K), dtype=np.float64),
-            np.zeros((T, K), dtype=np.float64),
+            # acc_k padded (columns past K unused) so that each thread's row, which it writes at every
+            # token, has cache lines of its own
+            np.zeros((T, (K + 7) // 8 * 8 + 8), dtype=np.float64),
             np.full((T, rows), -1, dtype=np.int64),
             np.zeros((T, rows), dtype=np.int64),
             np.zeros(T, dtype=np.int64),

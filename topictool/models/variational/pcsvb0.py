@@ -71,7 +71,9 @@ Threads (``--threads T``):
   t = 0..T-1, c_t the product of thread t's decays, a_t its additions: exactly the sequence of
   (B3) updates of the round's documents in order, except that each thread did not see the others'
   updates of the round), and (B4)-(B6) take each document's step in order with its E_k. The
-  staleness is bounded by a round (T x ROUND_DOCS documents).
+  staleness is bounded by a round (T x ROUND_DOCS documents). A pass is one kernel call per thread
+  (``_round_thread``), the threads waiting on a POSIX barrier inside it three times a round;
+  where the C library has no barriers, a Workers.run per round and per merge from Python.
 
 Implementation notes.
 - (B3) touches every word: n_kw (and n_k) are a lazily decayed table (``kernels``:
@@ -97,6 +99,7 @@ import numpy as np
 
 from ...corpus.corpus import token_blocks
 from ...errors import InputError
+from ...threads import BARRIERS, Barrier, barrier_wait
 from . import kernels as kern
 from . import sticks
 from .common import HDP_ALIASES, HDP_DEFAULTS, CollapsedHdpModel
@@ -452,6 +455,67 @@ def _round_sticks(
     return t_h
 
 
+# Thread tid's part of a whole word-by-word pass on T threads (``HdpPcsvb0._round_threads``), waiting
+# for the others on a POSIX barrier inside the kernel. Round i is documents order[lo[i]:lo[i + 1]];
+# the thread's run is order[cuts[i, tid]:cuts[i, tid + 1]], its (B3) clock starting tc_off[i, tid]
+# tokens into the round (tc_off[i, T]: the round's tokens). After its run: the views composed into
+# n_kw as ``_merge_views`` does (every thread computes the same factors; it folds and merges its own
+# range of words, thread 0 the totals); thread 0 then steps the sticks per document; each thread
+# resets its view. The same arithmetic as the Python rounds, to the bit. Returns (scale, t_c, t_h).
+@numba.njit(cache=True, nogil=True)
+def _round_thread(
+    tid, doc_ptr, word_ids, counts, doc_len, order, lo, cuts, tc_off, n_dk, nkw, nk, scale, views, dwk, dk, mark,
+    touched, E_docs, stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa, t_c,
+    t_h, burn_in, clumping, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts, barrier,
+):  # fmt: skip
+    T = views.shape[0]
+    W, K = nkw.shape
+    address = barrier.ctypes.data
+    api = np.empty(K, dtype=np.float64)
+    f = np.empty(T, dtype=np.float64)
+    w0, w1 = W * tid // T, W * (tid + 1) // T  # threads.split(W, T)
+    for i in range(lo.shape[0] - 1):
+        for k in range(K):
+            api[k] = hyper[0] * pi[k]
+        _view_run(
+            doc_ptr, word_ids, counts, doc_len, order, cuts[i, tid], cuts[i, tid + 1], lo[i], n_dk, nkw, nk, scale,
+            views[tid], dwk[tid], dk[tid], mark[tid], touched[tid], api, E_docs, beta, N, s_c, tau_c, s_d, tau_d, kappa,
+            t_c + tc_off[i, tid], burn_in, clumping,
+        )  # fmt: skip
+        barrier_wait(address)
+        S = scale  # _merge_views
+        for t in range(T):
+            S *= views[t, 0]
+        if S < kern.RESCALE_BELOW:
+            fold = max(S, 0.0)
+            for w in range(w0, w1):
+                for k in range(K):
+                    nkw[w, k] *= fold
+            if tid == 0:
+                for k in range(K):
+                    nk[k] *= fold
+            S = 1.0
+        later = 1.0
+        for t in range(T - 1, -1, -1):
+            f[t] = views[t, 1] * later / S
+            later *= views[t, 0]
+        scale = S
+        kern.merge_rows(nkw, dwk, f, mark, w0, w1)
+        if tid == 0:
+            kern.merge_totals(nk, dk, f)
+        barrier_wait(address)
+        if tid == 0:
+            t_h = _round_sticks(
+                order, lo[i], lo[i + 1], doc_len, E_docs, nk, stick_order, u, v, pi, hyper, D_total, s_h, tau_h, kappa,
+                t_h, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts,
+            )  # fmt: skip
+        views[tid, 0] = 1.0
+        views[tid, 1] = 1.0
+        t_c += tc_off[i, T]
+        barrier_wait(address)
+    return scale, t_c, t_h
+
+
 # ----------------------------------------------------------------------------
 # the model
 
@@ -623,6 +687,30 @@ class HdpPcsvb0(CollapsedHdpModel):
         beta, N, alpha_corpus = float(o["beta"]), float(self.N), o["alpha_update"] == "corpus"
         size = ROUND_DOCS * T
         E_docs, api = np.zeros((size, K)), np.empty(K)
+        if BARRIERS and not self._python_rounds:  # the whole pass, one kernel call a thread
+            lo = np.array([*range(0, self.D, size), self.D], dtype=np.int64)
+            cuts, tc_off = np.empty((len(lo) - 1, T + 1), dtype=np.int64), np.empty((len(lo) - 1, T + 1), np.int64)
+            for i in range(len(lo) - 1):
+                ptr = np.zeros(lo[i + 1] - lo[i] + 1, dtype=np.int64)
+                np.cumsum(self.doc_len[order[lo[i] : lo[i + 1]]], out=ptr[1:])
+                blocks = token_blocks(ptr, T)
+                cuts[i], tc_off[i, :T], tc_off[i, T] = lo[i] + blocks, ptr[blocks[:T]], ptr[-1]
+            if self._barrier is None:
+                self._barrier = Barrier(T)
+            out = [None] * T
+
+            def thread(t):
+                out[t] = _round_thread(
+                    t, *self._documents(), order, lo, cuts, tc_off, self.n_dk, self.nkw, self.nk, self.scale,
+                    self._views, dwk, dk, mark, touched, E_docs, self.order, self.u, self.v, self.pi, hyper, beta, N,
+                    float(self.D), s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa, self.t_c, self.t_h, o["burn_in"],
+                    o["clumping"], o["optimize_alpha"], o["optimize_gamma"], o["reorder"], alpha_corpus,
+                    *self._lengths, self._barrier.memory,
+                )  # fmt: skip
+
+            self.workers.run(thread)
+            self.scale, self.t_c, self.t_h = out[0]
+            return
         for lo in range(0, self.D, size):
             hi = min(lo + size, self.D)
             ptr = np.zeros(hi - lo + 1, dtype=np.int64)
