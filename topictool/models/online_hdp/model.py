@@ -65,6 +65,7 @@ is not kept (log_likelihood() is NaN after a resume until the next step). Versio
 """
 
 import math
+import threading
 import time
 
 import numpy as np
@@ -358,6 +359,11 @@ def elog_pi_sums(theta):
 # the models
 
 
+# The threaded local step's documents: blocks per thread, handed out as the threads finish (the
+# statistics of each block are a U x K table of their own, summed in block order).
+BLOCKS_PER_THREAD = 4
+
+
 class _VariationalHdp(Model):
     """What the three models share: options, lambda/beta*/hyperparameters, snapshot, bound.
 
@@ -478,20 +484,26 @@ class _VariationalHdp(Model):
     def _topic_terms_beside(self, serial_part, elog_sum):
         """serial_part() and _topic_terms(elog_sum=elog_sum): one after the other on one thread;
         on T > 1 threads serial_part on thread 0 (Python, which would otherwise leave the other
-        threads idle) while threads 1..T-1 take ranges of the topics. Each topic's terms are its
-        own, so the result is the same for every T."""
+        threads idle) while the others take topics one at a time from a shared counter, thread 0
+        joining them when its part is done. Each topic's terms are its own (out[k], elog_sum[k]),
+        so the result is the same for every T and whichever thread takes a topic."""
         if self.threads == 1:
             serial_part()
             return self._topic_terms(elog_sum=elog_sum)
         lam, K = self.lam, self.lam.shape[0]
         out = np.empty(K)
-        cut = split(K, self.threads - 1)
+        taken, lock = [0], threading.Lock()
 
         def part(t):
             if t == 0:
                 serial_part()
-            else:
-                kern.topic_terms_range(lam, self.beta, out, elog_sum, cut[t - 1], cut[t])
+            while True:
+                with lock:
+                    k = taken[0]
+                    taken[0] += 1
+                if k >= K:
+                    return
+                kern.topic_terms_range(lam, self.beta, out, elog_sum, k, k + 1)
 
         self.workers.run(part)
         return out
@@ -519,16 +531,20 @@ class _VariationalHdp(Model):
         return sstats, phi, doc_elbo, doc_iters
 
     def _threaded_local_step(self, mb, lam, elog, local, after, sstats, phi, doc_elbo, doc_iters):
-        """The local step on T threads: E[log phi] by topics, then by words; each thread the
-        documents of one block of the minibatch (about equal tokens) with its own statistics
-        (part 0 in ``sstats`` itself); the parts are then added to sstats in thread order, by
-        words. Documents are independent given the global parameters, so only the order of the
-        sums over documents in sstats depends on T."""
+        """The local step on T threads: E[log phi] by topics, then by words; then the minibatch's
+        documents in BLOCKS_PER_THREAD x T blocks of about equal entries, each with its own
+        statistics (block 0 in ``sstats`` itself), the threads taking the next block from a shared
+        counter as they finish (documents converge in different numbers of iterations, so fixed
+        runs left one thread waiting); the blocks' statistics are then added to sstats in block
+        order, by words. Documents are independent given the global parameters, so only the order
+        of the sums over documents in sstats depends on T, never on which thread took a block."""
         T, (U, K) = self.threads, elog.shape
         topics, words = split(K, T), split(U, T)
-        docs = doc_blocks(mb.ptr, T)
+        B = BLOCKS_PER_THREAD * T
+        docs = doc_blocks(mb.ptr, B)
         ps, shift, x = np.empty(K), np.empty(U), np.empty((U, K))
-        parts = np.zeros((T - 1, U, K))
+        parts = np.zeros((B - 1, U, K))
+        taken, lock = [0], threading.Lock()
 
         def prologue(t):
             kern.topic_digamma_sums(lam, ps, topics[t], topics[t + 1])
@@ -538,8 +554,14 @@ class _VariationalHdp(Model):
             kern.exp_shifted(elog, shift, x, words[t], words[t + 1])
 
         def docs_part(t):
-            own = sstats if t == 0 else parts[t - 1]
-            kern.e_step_docs(*local, x, shift, *after, own, phi, doc_elbo, doc_iters, docs[t], docs[t + 1])
+            while True:
+                with lock:
+                    b = taken[0]
+                    taken[0] += 1
+                if b >= B:
+                    return
+                own = sstats if b == 0 else parts[b - 1]
+                kern.e_step_docs(*local, x, shift, *after, own, phi, doc_elbo, doc_iters, docs[b], docs[b + 1])
 
         self.workers.run(prologue)
         self.workers.run(words_part)
