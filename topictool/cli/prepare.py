@@ -118,5 +118,6 @@ def show_manifest(m, title):
     if "seconds" in m:
         rows.append(("seconds", m["seconds"]))
     if "mb_per_s" in m:
-        rows.append(("read", f"{m['input_mb']:,.1f} MB at {m['mb_per_s']:,.1f} MB/s ({m['threads']} threads)"))
+        threads = f"{m['threads']} thread" + ("s" if m["threads"] != 1 else "")
+        rows.append(("read", f"{m['input_mb']:,.1f} MB at {m['mb_per_s']:,.1f} MB/s ({threads})"))
     print_table(title, ["", ("", "right")], rows, show_header=False)
