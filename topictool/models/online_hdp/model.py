@@ -359,11 +359,6 @@ def elog_pi_sums(theta):
 # the models
 
 
-# The threaded local step's documents: blocks per thread, handed out as the threads finish (the
-# statistics of each block are a U x K table of their own, summed in block order).
-BLOCKS_PER_THREAD = 4
-
-
 class _VariationalHdp(Model):
     """What the three models share: options, lambda/beta*/hyperparameters, snapshot, bound.
 
@@ -531,20 +526,16 @@ class _VariationalHdp(Model):
         return sstats, phi, doc_elbo, doc_iters
 
     def _threaded_local_step(self, mb, lam, elog, local, after, sstats, phi, doc_elbo, doc_iters):
-        """The local step on T threads: E[log phi] by topics, then by words; then the minibatch's
-        documents in BLOCKS_PER_THREAD x T blocks of about equal entries, each with its own
-        statistics (block 0 in ``sstats`` itself), the threads taking the next block from a shared
-        counter as they finish (documents converge in different numbers of iterations, so fixed
-        runs left one thread waiting); the blocks' statistics are then added to sstats in block
-        order, by words. Documents are independent given the global parameters, so only the order
-        of the sums over documents in sstats depends on T, never on which thread took a block."""
+        """The local step on T threads: E[log phi] by topics, then by words; each thread the
+        documents of one block of the minibatch (about equal tokens) with its own statistics
+        (part 0 in ``sstats`` itself); the parts are then added to sstats in thread order, by
+        words. Documents are independent given the global parameters, so only the order of the
+        sums over documents in sstats depends on T."""
         T, (U, K) = self.threads, elog.shape
         topics, words = split(K, T), split(U, T)
-        B = BLOCKS_PER_THREAD * T
-        docs = doc_blocks(mb.ptr, B)
+        docs = doc_blocks(mb.ptr, T)
         ps, shift, x = np.empty(K), np.empty(U), np.empty((U, K))
-        parts = np.zeros((B - 1, U, K))
-        taken, lock = [0], threading.Lock()
+        parts = np.zeros((T - 1, U, K))
 
         def prologue(t):
             kern.topic_digamma_sums(lam, ps, topics[t], topics[t + 1])
@@ -554,14 +545,8 @@ class _VariationalHdp(Model):
             kern.exp_shifted(elog, shift, x, words[t], words[t + 1])
 
         def docs_part(t):
-            while True:
-                with lock:
-                    b = taken[0]
-                    taken[0] += 1
-                if b >= B:
-                    return
-                own = sstats if b == 0 else parts[b - 1]
-                kern.e_step_docs(*local, x, shift, *after, own, phi, doc_elbo, doc_iters, docs[b], docs[b + 1])
+            own = sstats if t == 0 else parts[t - 1]
+            kern.e_step_docs(*local, x, shift, *after, own, phi, doc_elbo, doc_iters, docs[t], docs[t + 1])
 
         self.workers.run(prologue)
         self.workers.run(words_part)
