@@ -1,0 +1,113 @@
+#!/usr/bin/env python
+"""Every model family on 1 and T threads, measured side by side in one process (issue 18, item 4).
+
+For each model a one-thread and a T-thread model are built from the same prepared corpus, seed and
+options and trained --warmup steps each; then --steps steps alternate between them, one step of
+one and one of the other, so that the machine's drifting speed (a shared 2-core VM here) hits both
+alike. Reported per model: the median over the steps of one thread's wall seconds per step divided
+by T threads', the CPU seconds per step of each (the whole process, all threads), and held-out
+document-completion perplexity of both after the run (the corpus's test part, every:5 held out,
+each model's own fold-in method) with their ratio.
+
+    python scripts/bench/thread_pairs.py /tmp/mv --K 50 --threads 2 --json pairs.json
+    python scripts/bench/thread_pairs.py /tmp/mv --models lda-svi,hdp-pcvb0 --steps 30
+
+Separate processes per configuration (scaling.py) are the way to compare peak memory; this script
+is the way to compare speed on a machine whose speed changes between runs.
+"""
+
+import argparse
+import json
+import statistics
+import time
+
+from _common import load
+
+# (model, options beyond K, warm-up steps, timed steps): each family's default options, steps of
+# comparable length (a pass, a sweep or a minibatch) as in docs/benchmarks.md's table
+MODELS = [
+    ("hdp-gibbs", {}, 5, 40),
+    ("hdp-gibbs", {"burst": True}, 5, 30),
+    ("nplda-gibbs", {}, 5, 40),
+    ("lida-gibbs", {}, 5, 30),
+    ("lda-svi", {}, 3, 30),
+    ("lda-scvb0", {}, 3, 30),
+    ("hdp-pcvb0", {}, 2, 10),
+    ("hdp-pcsvb0", {}, 2, 10),
+    ("hdp-online", {}, 3, 60),
+    ("hdp-online-sm", {}, 3, 40),
+    ("hdp-batch", {}, 1, 6),
+]
+
+
+def timed_step(model):
+    wall, cpu = time.perf_counter(), time.process_time()
+    model.step()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def pair(name, options, warmup, steps, corpus, test, K, threads, seed):
+    from topictool.evaluate.completion import document_completion
+    from topictool.models import registry
+
+    cls = registry.get(name)
+    opts = cls.resolve_options({"K": K, **options})
+    models = {T: cls(corpus, opts, seed, threads=T) for T in (1, threads)}
+    for m in models.values():
+        for _ in range(warmup):
+            m.step()
+    times = {T: [] for T in models}
+    for _ in range(steps):
+        for T, m in models.items():
+            times[T].append(timed_step(m))
+    ratios = [a[0] / b[0] for a, b in zip(times[1], times[threads], strict=True)]
+    perplexity = {
+        T: document_completion(m.snapshot(), test, method=cls.eval_method)["perplexity"] for T, m in models.items()
+    }
+    return {
+        "model": name,
+        "options": options,
+        "threads": threads,
+        "steps": steps,
+        "speedup": statistics.median(ratios),
+        "speedup_quartiles": statistics.quantiles(ratios, n=4),
+        "cpu_per_step": {str(T): statistics.median(c for _, c in v) for T, v in times.items()},
+        "perplexity": {str(T): p for T, p in perplexity.items()},
+        "perplexity_ratio": perplexity[threads] / perplexity[1],
+    }
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("corpus", help="a prepared corpus with a test part")
+    p.add_argument("--K", type=int, default=50)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--models", help="comma-separated names (default: every family, as MODELS)")
+    p.add_argument("--steps", type=int, help="timed steps for every model (default: MODELS' own)")
+    p.add_argument("--json", help="write the results here")
+    a = p.parse_args()
+    corpus, test = load(a.corpus), load(a.corpus, "test")
+    chosen = [m for m in MODELS if not a.models or m[0] in a.models.split(",")]
+    rows = []
+    head = f"{'speed-up':>9} {'quartiles':>13} {'CPU s/step 1 / T':>18} {'perplexity 1 / T':>20} {'ratio':>7}"
+    print(f"{'model':<26} {head}")
+    for name, options, warmup, steps in chosen:
+        r = pair(name, options, warmup, a.steps or steps, corpus, test, a.K, a.threads, a.seed)
+        rows.append(r)
+        label = name + "".join(f" {k}={v}" for k, v in options.items())
+        q = r["speedup_quartiles"]
+        cpu, pp = r["cpu_per_step"], r["perplexity"]
+        print(
+            f"{label:<26} {r['speedup']:>8.2f}x {q[0]:>6.2f}-{q[2]:<6.2f}"
+            f" {cpu['1']:>8.3f} / {cpu[str(a.threads)]:<7.3f}"
+            f" {pp['1']:>9,.1f} / {pp[str(a.threads)]:<9,.1f} {r['perplexity_ratio'] - 1:>+6.2%}",
+            flush=True,
+        )
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"corpus": a.corpus, "K": a.K, "seed": a.seed, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
