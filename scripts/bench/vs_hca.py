@@ -161,20 +161,22 @@ def summary(rows):
 
 
 def table(results, seeds):
+    """The markdown table; ``seeds`` (comma-separated) names the seeds run, and each row says how
+    many of them it has (a merge may pool more seeds for some corpora than for others)."""
     lines = [
-        f"| corpus | model | system | cycles | perplexity, mean over seeds {seeds} (range) | last sample "
+        "| corpus | model | system | cycles | seeds | perplexity, mean over the seeds (range) | last sample "
         "| CPU s | wall s | peak RSS MB |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
         s = r["summary"]
         last = f"{s['last_sample_mean']:,.0f}" if "last_sample_mean" in s else "-"
         lines.append(
-            f"| {r['corpus']} | {r['label']} | {r['system']} | {s['cycles']} | {s['perplexity_mean']:,.1f} "
-            f"({s['perplexity_min']:,.0f}-{s['perplexity_max']:,.0f}) | {last} | {s['cpu_seconds']:.1f} "
-            f"| {s['wall_seconds']:.1f} | {s['peak_rss_mb']:.0f} |"
+            f"| {r['corpus']} | {r['label']} | {r['system']} | {s['cycles']} | {len(r['runs'])} "
+            f"| {s['perplexity_mean']:,.1f} ({s['perplexity_min']:,.0f}-{s['perplexity_max']:,.0f}) | {last} "
+            f"| {s['cpu_seconds']:.1f} | {s['wall_seconds']:.1f} | {s['peak_rss_mb']:.0f} |"
         )
-    return "\n".join(lines)
+    return "\n".join(lines) + f"\n\nSeeds run: {seeds}."
 
 
 def write_doc(text):
@@ -191,7 +193,7 @@ def merge(a):
     rows, seeds = {}, []
     for path in a.merge:
         data = json.loads(Path(path).read_text())
-        seeds += [s for s in data["args"]["seeds"].split(",") if s not in seeds]
+        seeds += [s for s in data["args"]["seeds"].split(",") if s not in seeds]  # (a merge's too)
         for r in data["results"]:
             key = (r["corpus"], r["label"], r["system"])
             rows.setdefault(key, dict(corpus=r["corpus"], label=r["label"], system=r["system"], runs=[]))
@@ -202,7 +204,8 @@ def merge(a):
     text = table(results, ",".join(seeds))
     print(text)
     if a.json:
-        Path(a.json).write_text(json.dumps({"merged": a.merge, "results": results}, indent=1))
+        merged = {"merged": a.merge, "args": {"seeds": ",".join(seeds)}, "results": results}
+        Path(a.json).write_text(json.dumps(merged, indent=1))
     if a.write_doc:
         write_doc(text)
 
