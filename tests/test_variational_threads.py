@@ -192,3 +192,22 @@ def test_pcvb0_table_counts_are_those_of_the_stored_q(small, threads, clumping):
             if b > a:
                 E += 1.0 - np.prod((1.0 - q[a:b]) ** m.unit_counts[a:b, None], axis=0)
         np.testing.assert_allclose(m.u - 1.0, E, rtol=1e-9, atol=1e-9)
+
+
+def test_svi_scratch_is_sized_by_the_largest_minibatch_vocabulary(small):
+    """The threaded pass's scratch is T x U x K with U the most distinct words of a minibatch, not W."""
+    from topictool.models.variational.svi import _most_words
+
+    order = np.random.default_rng(0).permutation(small.D).astype(np.int64)
+    lo = np.array([*range(0, small.D, 7), small.D], dtype=np.int64)
+    mark = np.full(small.W, -1, dtype=np.int64)
+    expected = max(
+        len(np.unique(np.concatenate([small.word_ids[small.doc_ptr[d] : small.doc_ptr[d + 1]] for d in order[a:b]])))
+        for a, b in zip(lo[:-1], lo[1:], strict=True)
+    )
+    assert _most_words(small.doc_ptr, small.word_ids, order, lo, mark) == expected < small.W
+    assert np.all(mark == -1)
+    if BARRIERS:
+        m = build(LdaSvi, small, 2, K=5, minibatch=7)
+        m.step()
+        assert m._scratch[3].shape[:2] == (2, m._scratch[2].shape[0]) and m._scratch[2].shape[0] < small.W

@@ -290,14 +290,27 @@ def _global_step(lam_wk, lam_k, scale, words, sstats, rho, D_total, size):
     return scale
 
 
+# The most distinct words of any minibatch order[lo[b]:lo[b + 1]]; mark (W) is -1 on entry and exit.
+@numba.njit(cache=True, nogil=True)
+def _most_words(doc_ptr, word_ids, order, lo, mark):
+    most = 0
+    for b in range(lo.shape[0] - 1):
+        words, _ = _local_words(doc_ptr, word_ids, order[lo[b] : lo[b + 1]], mark)
+        most = max(most, words.shape[0])
+        for j in range(words.shape[0]):
+            mark[words[j]] = -1
+    return most
+
+
 # Thread tid's part of a whole pass on T threads (module docstring, "Threads"), waiting for the others
 # on a POSIX barrier inside the kernel. Per minibatch b (documents order[lo[b]:lo[b + 1]]): thread 0
 # lists its words (mark, words); each thread exp{E[log beta]} of a range of them; each thread the
 # local step of its run order[cuts[b, tid]:cuts[b, tid + 1]] into sstats[tid] (cold starts from
 # stream tid); each thread the sum over threads and lambda's rows of its range of words; thread 0
 # lambda's totals (in word order, as _global_step) and the marks. The same sums as ``LdaSvi._local``
-# with _global_step, to the bit. sstats (T, W, K), total (W, K), eb (W, K) and words (W) are scratch;
-# iters (T) gets each thread's local iterations. Returns (scale, t).
+# with _global_step, to the bit. Scratch: sstats (T, U, K), total (U, K), eb (U, K) with U the most
+# words of a minibatch, and words (W); iters (T) gets each thread's local iterations. Returns
+# (scale, t).
 @numba.njit(cache=True, nogil=True)
 def _svi_pass_thread(
     tid, doc_ptr, word_ids, counts, order, lo, cuts, lam_wk, lam_k, scale, gamma_dk, warm, alpha, beta, max_iters,
@@ -465,18 +478,23 @@ class LdaSvi(VariationalModel):
             self.t += 1
         return iters
 
+    _scratch = None  # the threaded pass's scratch arrays (``_pass_in_kernel``)
+
     def _pass_in_kernel(self, order, warm, alpha, beta, tau, kappa):
         """The pass on T threads as one kernel call each (``_svi_pass_thread``); returns the local
         iterations done."""
         o, T, W, K = self.opts, self.threads, self.W, self.K
         if self._barrier is None:
             self._barrier = Barrier(T)
-            # scratch: the minibatch's words, their exp{E[log beta]}, the threads' and the summed statistics
-            self._scratch = (
-                np.empty(W, dtype=np.int64), np.zeros(1, dtype=np.int64), np.empty((W, K), dtype=np.float32),
-                np.empty((T, W, K)), np.empty((W, K)),
-            )  # fmt: skip
         lo = np.array([*range(0, self.D, o["minibatch"]), self.D], dtype=np.int64)
+        # scratch for the pass's largest minibatch vocabulary U (not W: the threads' statistics are
+        # T x U x K): its words, their exp{E[log beta]}, the threads' and the summed statistics
+        U = _most_words(self.doc_ptr, self.word_ids, order, lo, self._mark)
+        if self._scratch is None or self._scratch[2].shape[0] < U:
+            self._scratch = (
+                np.empty(W, dtype=np.int64), np.zeros(1, dtype=np.int64), np.empty((U, K), dtype=np.float32),
+                np.empty((T, U, K)), np.empty((U, K)),
+            )  # fmt: skip
         cuts = self._minibatch_cuts(order, o["minibatch"])
         iters, out = np.zeros(T, dtype=np.int64), [None] * T
         args = (o["local_iterations"], float(o["local_tol"]), self.rng, self._mark, *self._scratch, iters)
