@@ -173,18 +173,24 @@ def counts_from_q(unit_ptr, unit_words, unit_counts, q, n_dk, n_wk, n_k):
 # folding it into A and B (O(size)) only when it underflows past RESCALE_BELOW.
 @numba.njit(cache=True, nogil=True)
 def decay_scaled(A, B, scale, rho):
-    scale = scale * (1.0 - rho)
-    if scale >= RESCALE_BELOW:
-        return scale
-    if scale <= 0.0:  # rho == 1: forget everything
-        A[:] = 0.0
-        B[:] = 0.0
-        return 1.0
-    for w in range(A.shape[0]):
+    return decay_scaled_rows(A, B, scale, rho, 0, A.shape[0], True)
+
+
+# decay_scaled on rows [w0, w1) of A only (and B when with_totals): threads that compute the same new
+# scale from the same (scale, rho) each fold their own range of words, with no barrier between the
+# decay and their merge of that range. Returns the new scale.
+@numba.njit(cache=True, nogil=True, inline="always")
+def decay_scaled_rows(A, B, scale, rho, w0, w1, with_totals):
+    new = scale * (1.0 - rho)
+    if new >= RESCALE_BELOW:
+        return new
+    f = max(new, 0.0)  # rho == 1: forget everything
+    for w in range(w0, w1):
         for k in range(A.shape[1]):
-            A[w, k] *= scale
-    for k in range(B.shape[0]):
-        B[k] *= scale
+            A[w, k] *= f
+    if with_totals:
+        for k in range(B.shape[0]):
+            B[k] *= f
     return 1.0
 
 
@@ -291,24 +297,6 @@ def merge_rows(table, acc, f, mark, w0, w1):
                 mark[t, w] = -1
         for k in range(K):
             table[w, k] += row[k]
-
-
-# decay_scaled on rows [w0, w1) of A only (and B when with_totals): every thread computes the same new
-# scale from the same (scale, rho), so each can fold its own range of words with no barrier between
-# the decay and its merge_rows of that range. Returns the new scale.
-@numba.njit(cache=True, nogil=True)
-def decay_scaled_rows(A, B, scale, rho, w0, w1, with_totals):
-    new = scale * (1.0 - rho)
-    if new >= RESCALE_BELOW:
-        return new
-    f = 0.0 if new <= 0.0 else new  # rho == 1: forget everything
-    for w in range(w0, w1):
-        for k in range(A.shape[1]):
-            A[w, k] *= f
-    if with_totals:
-        for k in range(B.shape[0]):
-            B[k] *= f
-    return 1.0
 
 
 # totals += sum_t f[t] acc_k[t] (t in order); acc_k cleared.

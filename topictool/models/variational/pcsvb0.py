@@ -455,13 +455,32 @@ def _round_sticks(
     return t_h
 
 
-# Thread tid's part of a whole word-by-word pass on T threads (``HdpPcsvb0._round_threads``), waiting
-# for the others on a POSIX barrier inside the kernel. Round i is documents order[lo[i]:lo[i + 1]];
-# the thread's run is order[cuts[i, tid]:cuts[i, tid + 1]], its (B3) clock starting tc_off[i, tid]
-# tokens into the round (tc_off[i, T]: the round's tokens). After its run: the views composed into
-# n_kw as ``_merge_views`` does (every thread computes the same factors; it folds and merges its own
-# range of words, thread 0 the totals); thread 0 then steps the sticks per document; each thread
-# resets its view. The same arithmetic as the Python rounds, to the bit. Returns (scale, t_c, t_h).
+# Composing the threads' views (cb_t, cd_t) of a word-by-word round into the table, in thread order
+# (``HdpPcsvb0._merge_views``): n <- cb_t n + cd_t dwk_t for t = 0..T-1 is n <- S n + sum_t f_t dwk_t with
+# S = scale prod_t cb_t (the decayed scale) and f_t = cd_t prod_{s>t} cb_s / scale' (scale' = S, or
+# 1.0 when decay_scaled has folded S into the table).
+@numba.njit(cache=True, nogil=True)
+def _views_decay(views, scale):
+    S = scale
+    for t in range(views.shape[0]):
+        S *= views[t, 0]
+    return S
+
+
+@numba.njit(cache=True, nogil=True)
+def _view_factors(views, scale, f):
+    later = 1.0
+    for t in range(views.shape[0] - 1, -1, -1):
+        f[t] = views[t, 1] * later / scale
+        later *= views[t, 0]
+
+
+# Thread tid's part of a whole word-by-word pass on T threads (``HdpPcsvb0._round_threads``: lo, cuts
+# and tc_off), waiting for the others on a POSIX barrier inside the kernel. After its run of a round:
+# the views composed into n_kw as ``_merge_views`` does (every thread computes the same factors; it
+# folds and merges its own range of words, thread 0 the totals); thread 0 then steps the sticks per
+# document; each thread resets its view. The same arithmetic as the Python rounds, to the bit.
+# Returns (scale, t_c, t_h).
 @numba.njit(cache=True, nogil=True)
 def _round_thread(
     tid, doc_ptr, word_ids, counts, doc_len, order, lo, cuts, tc_off, n_dk, nkw, nk, scale, views, dwk, dk, mark,
@@ -483,23 +502,9 @@ def _round_thread(
             t_c + tc_off[i, tid], burn_in, clumping,
         )  # fmt: skip
         barrier_wait(address)
-        S = scale  # _merge_views
-        for t in range(T):
-            S *= views[t, 0]
-        if S < kern.RESCALE_BELOW:
-            fold = max(S, 0.0)
-            for w in range(w0, w1):
-                for k in range(K):
-                    nkw[w, k] *= fold
-            if tid == 0:
-                for k in range(K):
-                    nk[k] *= fold
-            S = 1.0
-        later = 1.0
-        for t in range(T - 1, -1, -1):
-            f[t] = views[t, 1] * later / S
-            later *= views[t, 0]
-        scale = S
+        # _merge_views, each thread folding and merging its own range of words
+        scale = kern.decay_scaled_rows(nkw, nk, _views_decay(views, scale), 0.0, w0, w1, tid == 0)
+        _view_factors(views, scale, f)
         kern.merge_rows(nkw, dwk, f, mark, w0, w1)
         if tid == 0:
             kern.merge_totals(nk, dk, f)
@@ -610,19 +615,9 @@ class HdpPcsvb0(CollapsedHdpModel):
         t-1's): n <- cb_t n + cd_t dwk_t for t = 0..T-1, i.e. with S = scale prod_t cb_t,
         nkw <- nkw + sum_t f_t dwk_t, f_t = cd_t prod_{s>t} cb_s / S (S folded into nkw first when it
         falls below RESCALE_BELOW, as decay_scaled does); the views are reset."""
-        cb, cd = self._views[:, 0].tolist(), self._views[:, 1].tolist()
-        S = self.scale
-        for c in cb:
-            S *= c
-        if S < kern.RESCALE_BELOW:
-            self.nkw *= max(S, 0.0)
-            self.nk *= max(S, 0.0)
-            S = 1.0
-        f, later = np.empty(self.threads), 1.0
-        for t in reversed(range(self.threads)):
-            f[t] = cd[t] * later / S
-            later *= cb[t]
-        self.scale = S
+        self.scale = kern.decay_scaled(self.nkw, self.nk, _views_decay(self._views, self.scale), 0.0)
+        f = np.empty(self.threads)
+        _view_factors(self._views, self.scale, f)
         self._merge(self.nkw, self.nk, self._tables, f)
         self._views[:] = 1.0
 
@@ -687,14 +682,17 @@ class HdpPcsvb0(CollapsedHdpModel):
         beta, N, alpha_corpus = float(o["beta"]), float(self.N), o["alpha_update"] == "corpus"
         size = ROUND_DOCS * T
         E_docs, api = np.zeros((size, K)), np.empty(K)
+        # round i: documents order[lo[i]:lo[i + 1]]; thread t's run order[cuts[i, t]:cuts[i, t + 1]] (about
+        # equal tokens), its (B3) steps after those of the threads before it: its t_c starts tc_off[i, t]
+        # tokens into the round (tc_off[i, T]: the round's tokens)
+        lo = np.array([*range(0, self.D, size), self.D], dtype=np.int64)
+        cuts, tc_off = np.empty((len(lo) - 1, T + 1), dtype=np.int64), np.empty((len(lo) - 1, T + 1), np.int64)
+        for i in range(len(lo) - 1):
+            ptr = np.zeros(lo[i + 1] - lo[i] + 1, dtype=np.int64)
+            np.cumsum(self.doc_len[order[lo[i] : lo[i + 1]]], out=ptr[1:])
+            blocks = token_blocks(ptr, T)
+            cuts[i], tc_off[i, :T], tc_off[i, T] = lo[i] + blocks, ptr[blocks[:T]], ptr[-1]
         if BARRIERS and not self._python_rounds:  # the whole pass, one kernel call a thread
-            lo = np.array([*range(0, self.D, size), self.D], dtype=np.int64)
-            cuts, tc_off = np.empty((len(lo) - 1, T + 1), dtype=np.int64), np.empty((len(lo) - 1, T + 1), np.int64)
-            for i in range(len(lo) - 1):
-                ptr = np.zeros(lo[i + 1] - lo[i] + 1, dtype=np.int64)
-                np.cumsum(self.doc_len[order[lo[i] : lo[i + 1]]], out=ptr[1:])
-                blocks = token_blocks(ptr, T)
-                cuts[i], tc_off[i, :T], tc_off[i, T] = lo[i] + blocks, ptr[blocks[:T]], ptr[-1]
             if self._barrier is None:
                 self._barrier = Barrier(T)
             out = [None] * T
@@ -711,26 +709,21 @@ class HdpPcsvb0(CollapsedHdpModel):
             self.workers.run(thread)
             self.scale, self.t_c, self.t_h = out[0]
             return
-        for lo in range(0, self.D, size):
-            hi = min(lo + size, self.D)
-            ptr = np.zeros(hi - lo + 1, dtype=np.int64)
-            np.cumsum(self.doc_len[order[lo:hi]], out=ptr[1:])
-            cuts = token_blocks(ptr, T)
+        for i in range(len(lo) - 1):
             api[:] = hyper[0] * self.pi
 
-            def part(t, lo=lo, cuts=cuts, ptr=ptr):
-                # thread t's (B3) steps come after those of the threads before it: its t_c starts there
+            def part(t, i=i):
                 n_touched[t] = _view_run(
-                    *self._documents(), order, lo + cuts[t], lo + cuts[t + 1], lo, self.n_dk, self.nkw, self.nk,
+                    *self._documents(), order, cuts[i, t], cuts[i, t + 1], lo[i], self.n_dk, self.nkw, self.nk,
                     self.scale, self._views[t], dwk[t], dk[t], mark[t], touched[t], api, E_docs, beta, N, s_c, tau_c,
-                    s_d, tau_d, kappa, self.t_c + int(ptr[cuts[t]]), o["burn_in"], o["clumping"],
+                    s_d, tau_d, kappa, self.t_c + int(tc_off[i, t]), o["burn_in"], o["clumping"],
                 )  # fmt: skip
 
             self.workers.run(part)
             self._merge_views()
-            self.t_c += int(ptr[-1])
+            self.t_c += int(tc_off[i, T])
             self.t_h = _round_sticks(
-                order, lo, hi, self.doc_len, E_docs, self.nk, self.order, self.u, self.v, self.pi, hyper,
+                order, lo[i], lo[i + 1], self.doc_len, E_docs, self.nk, self.order, self.u, self.v, self.pi, hyper,
                 float(self.D), s_h, tau_h, kappa, self.t_h, o["optimize_alpha"], o["optimize_gamma"], o["reorder"],
                 alpha_corpus, *self._lengths,
             )  # fmt: skip

@@ -278,16 +278,28 @@ def _sum_threads(sstats, out, j0, j1):
 # rows; returns the new scale.
 @numba.njit(cache=True, nogil=True)
 def _global_step(lam_wk, lam_k, scale, words, sstats, rho, D_total, size):
-    K = lam_wk.shape[1]
     scale = kern.decay_scaled(lam_wk, lam_k, scale, rho)
     f = rho * D_total / size / scale
-    for j in range(words.shape[0]):
-        w = words[j]
-        for k in range(K):
-            x = f * sstats[j, k]
-            lam_wk[w, k] += x
-            lam_k[k] += x
+    _add_rows(lam_wk, words, sstats, f, 0, words.shape[0])
+    _add_totals(lam_k, sstats, f, words.shape[0])
     return scale
+
+
+# (G1)-(G2)'s additions: lambda's rows words[j0:j1] += f sstats[j0:j1] ...
+@numba.njit(cache=True, nogil=True)
+def _add_rows(lam_wk, words, sstats, f, j0, j1):
+    for j in range(j0, j1):
+        w = words[j]
+        for k in range(lam_wk.shape[1]):
+            lam_wk[w, k] += f * sstats[j, k]
+
+
+# ... and its totals, lam_k += f sstats[j] for j = 0..n-1 in order.
+@numba.njit(cache=True, nogil=True)
+def _add_totals(lam_k, sstats, f, n):
+    for j in range(n):
+        for k in range(lam_k.shape[0]):
+            lam_k[k] += f * sstats[j, k]
 
 
 # The most distinct words of any minibatch order[lo[b]:lo[b + 1]]; mark (W) is -1 on entry and exit.
@@ -317,7 +329,7 @@ def _svi_pass_thread(
     tol, rng, mark, words, n_words, eb, sstats, total, iters, D_total, tau, kappa, t, barrier,
 ):  # fmt: skip
     T = sstats.shape[0]
-    W, K = lam_wk.shape
+    W = lam_wk.shape[0]
     address = barrier.ctypes.data
     v0, v1 = W * tid // T, W * (tid + 1) // T  # this thread's rows of lambda when the scale folds
     for b in range(lo.shape[0] - 1):
@@ -346,15 +358,11 @@ def _svi_pass_thread(
         if folded:  # every thread's rows before anyone adds to any
             barrier_wait(address)
         f = rho * D_total / (lo[b + 1] - lo[b]) / scale
-        for j in range(j0, j1):
-            w = words[j]
-            for k in range(K):
-                lam_wk[w, k] += f * total[j, k]
+        _add_rows(lam_wk, words, total, f, j0, j1)
         barrier_wait(address)
         if tid == 0:
+            _add_totals(lam_k, total, f, n)
             for j in range(n):
-                for k in range(K):
-                    lam_k[k] += f * total[j, k]
                 mark[words[j]] = -1
         t += 1
     return scale, t
