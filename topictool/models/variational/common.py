@@ -105,14 +105,12 @@ class VariationalModel(Model):
     # -- threads ----------------------------------------------------------------------------
 
     def _thread_tables(self, rows):
-        """Per-thread statistics (``kernels``' thread section): acc (T, rows, K), acc_k (T, K),
+        """Per-thread statistics (``kernels``' thread section): acc (T, rows, K), acc_k (T, >= K),
         mark (T, rows, all -1), touched (T, rows), n_touched (T)."""
         T, K = self.threads, self.K
         return (
             np.zeros((T, rows, K), dtype=np.float64),
-            # acc_k padded (columns past K unused) so that each thread's row, which it writes at every
-            # token, has cache lines of its own
-            np.zeros((T, (K + 7) // 8 * 8 + 8), dtype=np.float64),
+            self._thread_rows(),
             np.full((T, rows), -1, dtype=np.int64),
             np.zeros((T, rows), dtype=np.int64),
             np.zeros(T, dtype=np.int64),
@@ -127,6 +125,11 @@ class VariationalModel(Model):
         self.workers.run(lambda t: kern.merge_rows(table, acc, f, mark, ranges[t], ranges[t + 1]))
         kern.merge_totals(totals, acc_k, f)
         n_touched[:] = 0
+
+    def _thread_rows(self):
+        """(T, >= K) float64 zeros, a row of K per thread written at every token by its thread: padded
+        (columns past K unused) so that each row has cache lines of its own."""
+        return np.zeros((self.threads, (self.K + 7) // 8 * 8 + 8), dtype=np.float64)
 
     def _minibatch_cuts(self, order, minibatch):
         """(minibatches, T + 1) positions into ``order``: row b cuts minibatch b (order[b M : b M + M])

@@ -194,8 +194,7 @@ class HdpPcvb0(CollapsedHdpModel):
             self._doc_cut = token_blocks(self.unit_ptr, T)
             per_word = np.bincount(self.unit_words, minlength=W)
             self._word_cut = token_blocks(np.concatenate(([0], np.cumsum(per_word))), T)
-            # a row per thread, each on cache lines of its own (every unit writes all K of its row)
-            self._copies = np.zeros((T, (K + 7) // 8 * 8 + 8), dtype=np.float64)
+            self._copies = self._thread_rows()
 
     def initialise(self):
         self._start(self.unit_ptr, self.unit_words, self.unit_counts, self.n_dk, self.n_wk, self.n_k, self.q)
