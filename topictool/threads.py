@@ -20,7 +20,7 @@ import threading
 import numpy as np
 from numba.core import types
 
-__all__ = ["BARRIERS", "Barrier", "Workers", "barrier_wait", "split"]
+__all__ = ["BARRIERS", "Barrier", "Workers", "barrier_wait", "padded", "split"]
 
 # A barrier the kernels themselves can wait on (POSIX pthread_barrier_wait, called from nopython
 # code without the GIL): a schedule of many short rounds -- lda-gibbs's partitioned sweep -- then
@@ -48,6 +48,14 @@ class Barrier:
         init.restype = ctypes.c_int
         if init(self.memory.ctypes.data, None, int(threads)) != 0:
             raise OSError(f"pthread_barrier_init failed for {threads} threads")
+
+
+def padded(T, n, dtype):
+    """(T, n) zeros whose rows are 128 bytes apart at least: the threads' private counters and
+    random streams, written at every token, never share a cache line (false sharing cost
+    hdp-gibbs 60 % more CPU on 2 threads)."""
+    pad = 128 // np.dtype(dtype).itemsize
+    return np.zeros((T, n + pad), dtype=dtype)[:, :n]
 
 
 def split(n, parts):

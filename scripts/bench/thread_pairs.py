@@ -2,8 +2,8 @@
 """Every model family on 1 and T threads, measured side by side in one process (issue 18, item 4).
 
 For each model a one-thread and a T-thread model are built from the same prepared corpus, seed and
-options and trained --warmup steps each; then --steps steps alternate between them, one step of
-one and one of the other, so that the machine's drifting speed (a shared 2-core VM here) hits both
+options and trained --warmup steps each; then --steps steps alternate between them, --block steps of
+one and then of the other (a block's mean per step is one sample), so that the machine's drifting speed (a shared 2-core VM here) hits both
 alike. Reported per model: the median over the steps of one thread's wall seconds per step divided
 by T threads', the CPU seconds per step of each (the whole process, all threads), and held-out
 document-completion perplexity of both after the run (the corpus's test part, every:5 held out,
@@ -46,7 +46,7 @@ def timed_step(model):
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def pair(name, options, warmup, steps, corpus, test, K, threads, seed):
+def pair(name, options, warmup, steps, corpus, test, K, threads, seed, block=1):
     from topictool.evaluate.completion import document_completion
     from topictool.models import registry
 
@@ -57,9 +57,10 @@ def pair(name, options, warmup, steps, corpus, test, K, threads, seed):
         for _ in range(warmup):
             m.step()
     times = {T: [] for T in models}
-    for _ in range(steps):
+    for _ in range(max(1, steps // block)):
         for T, m in models.items():
-            times[T].append(timed_step(m))
+            runs = [timed_step(m) for _ in range(block)]
+            times[T].append(tuple(sum(r[i] for r in runs) / block for i in (0, 1)))
     ratios = [a[0] / b[0] for a, b in zip(times[1], times[threads], strict=True)]
     perplexity = {
         T: document_completion(m.snapshot(), test, method=cls.eval_method)["perplexity"] for T, m in models.items()
@@ -69,6 +70,7 @@ def pair(name, options, warmup, steps, corpus, test, K, threads, seed):
         "options": options,
         "threads": threads,
         "steps": steps,
+        "block": block,
         "speedup": statistics.median(ratios),
         "speedup_quartiles": statistics.quantiles(ratios, n=4),
         "cpu_per_step": {str(T): statistics.median(c for _, c in v) for T, v in times.items()},
@@ -85,6 +87,13 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--models", help="comma-separated names (default: every family, as MODELS)")
     p.add_argument("--steps", type=int, help="timed steps for every model (default: MODELS' own)")
+    p.add_argument(
+        "--block",
+        type=int,
+        default=1,
+        help="steps of one model before the other's turn (default 1); a turn's first step runs on caches "
+        "the other model has just filled, so longer blocks measure a run's steady state",
+    )
     p.add_argument("--json", help="write the results here")
     a = p.parse_args()
     corpus, test = load(a.corpus), load(a.corpus, "test")
@@ -93,7 +102,7 @@ def main():
     head = f"{'speed-up':>9} {'quartiles':>13} {'CPU s/step 1 / T':>18} {'perplexity 1 / T':>20} {'ratio':>7}"
     print(f"{'model':<26} {head}")
     for name, options, warmup, steps in chosen:
-        r = pair(name, options, warmup, a.steps or steps, corpus, test, a.K, a.threads, a.seed)
+        r = pair(name, options, warmup, a.steps or steps, corpus, test, a.K, a.threads, a.seed, a.block)
         rows.append(r)
         label = name + "".join(f" {k}={v}" for k, v in options.items())
         q = r["speedup_quartiles"]
@@ -106,7 +115,7 @@ def main():
         )
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"corpus": a.corpus, "K": a.K, "seed": a.seed, "rows": rows}, f, indent=1)
+            json.dump({"corpus": a.corpus, "K": a.K, "seed": a.seed, "block": a.block, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

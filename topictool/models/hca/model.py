@@ -59,6 +59,7 @@ COMMON_DEFAULTS = {
     "burst_concentration": 100.0,  # initial b_psi_k for every topic (hca: bdk)
     "sample_hyper_every": 3,  # concentrations (and beta) every this many sweeps; 0 = never
     "sample_discount_every": 11,  # discounts every this many sweeps; 0 = never
+    "sample_hyper_after": 0,  # no hyper-parameter is sampled before this sweep (a burn-in)
     "fix": "",  # comma-separated hyper-parameters to hold fixed (hca's -F)
     "phi_average": 0,  # the snapshot averages the estimates of the last N sweeps (hca's -lphi); 0 = off
 }
@@ -83,6 +84,7 @@ class HcaGibbs(Model):
         **{k: DISCOUNT for k in DISCOUNTS},
         "sample_hyper_every": NONNEGATIVE,
         "sample_discount_every": NONNEGATIVE,
+        "sample_hyper_after": NONNEGATIVE,
         "phi_average": Range(0, 10000),
     }
     doc_topic_bytes = 4
@@ -413,9 +415,10 @@ class HcaGibbs(Model):
         o = self.opts
         sampled = []
         every, every_a = o["sample_hyper_every"], o["sample_discount_every"]
-        if every and it > 1 and it % every == 0:
+        start = max(1, o["sample_hyper_after"])
+        if every and it > start and it % every == 0:
             sampled += self._sample_concentrations()
-        if every_a and it > 1 and it % every_a == 0:
+        if every_a and it > start and it % every_a == 0:
             sampled += self._sample_discounts()
         return sampled
 

@@ -29,6 +29,8 @@ move by a few per topic out of thousands (AD-LDA's staleness, but only on K numb
 
 import numpy as np
 
+from ...threads import padded
+
 
 def balanced_cuts(weights, T):
     """Boundaries (T + 1) cutting range(len(weights)) into T runs of nearly equal total weight."""
@@ -38,13 +40,6 @@ def balanced_cuts(weights, T):
     cuts = np.searchsorted(csum, [total * t // T for t in range(T + 1)], side="left")
     cuts[0], cuts[-1] = 0, n
     return [int(x) for x in np.maximum.accumulate(np.minimum(cuts, n))]
-
-
-def padded(T, n, dtype):
-    """(T, n) zeros whose rows are 128 bytes apart at least: the threads' private counters,
-    written at every token, never share a cache line (false sharing cost 60 % more CPU)."""
-    pad = 128 // np.dtype(dtype).itemsize
-    return np.zeros((T, n + pad), dtype=dtype)[:, :n]
 
 
 class Schedule:

@@ -59,7 +59,7 @@ import numpy as np
 from ...corpus.corpus import token_blocks
 from ...errors import InputError
 from ...snapshot import Snapshot
-from ...threads import split
+from ...threads import padded, split
 from ..base import POSITIVE_INT, PRIOR, Model, doc_topic_counts
 from . import kernels as kern
 
@@ -167,10 +167,12 @@ class LidaGibbs(Model):
             self.freq = freq
             self.cell_word_ptr = self._word_runs()
             self.phi_word_ptr = np.asarray(split(self.W, T), dtype=np.int64)
-            # each thread's copies of the totals shared across its part (scratch, not state)
-            self.loc_n_k = np.zeros((T, self.K), dtype=np.int32)
-            self.loc_m_k = np.zeros((T, self.K), dtype=np.int64)
-            self.loc_V_k = np.zeros((T, self.K), dtype=np.int64)
+            # each thread's copies of the totals shared across its part, and of its random stream
+            # (scratch, not state; rows a cache line apart: written at every token)
+            self.loc_n_k = padded(T, self.K, np.int32)
+            self.loc_m_k = padded(T, self.K, np.int64)
+            self.loc_V_k = padded(T, self.K, np.int64)
+            self.loc_rng = padded(T, 4, np.uint64)
 
     def _word_runs(self):
         """T + 1 cuts of the word ids into runs of about equal sampling cost for (5): a token of
@@ -311,11 +313,12 @@ class LidaGibbs(Model):
         bp, cw, pw = self.block_ptr, self.cell_word_ptr, self.phi_word_ptr
         finite_theta = self.sparse_theta and not self.nonparametric
         rejections = np.zeros(T, dtype=np.int64)
+        self.loc_rng[:] = self.rng
         for r in range(T):
 
             def cell(t, r=r):
                 u = (t + r) % T
-                d0, d1, rng = int(bp[t]), int(bp[t + 1]), self.rng[t : t + 1]
+                d0, d1, rng = int(bp[t]), int(bp[t + 1]), self.loc_rng[t : t + 1]
                 loc_n_k, loc_m_k = self.loc_n_k[t], self.loc_m_k[t]
                 loc_n_k[:] = self.n_k
                 rejections[t] += kern.sweep_topics(d0, d1, int(cw[u]), int(cw[u + 1]), *self._topic_args(loc_n_k, rng))
@@ -327,6 +330,7 @@ class LidaGibbs(Model):
 
             self.workers.run(cell)
             self.n_k += _summed_change(self.loc_n_k, self.n_k)
+        self.rng[:] = self.loc_rng  # (9) below draws from row 0
         metrics = {}
         if finite_theta:
             self.m_k += _summed_change(self.loc_m_k, self.m_k)
@@ -352,11 +356,13 @@ class LidaGibbs(Model):
                     self.c,
                     self.e,
                     n_topics,
-                    self.rng[t : t + 1],
+                    self.loc_rng[t : t + 1],
                 )
 
+            self.loc_rng[:] = self.rng
             self.workers.run(words)
             self.V_k += _summed_change(self.loc_V_k, self.V_k)
+            self.rng[:] = self.loc_rng
         return self._finish(metrics, rejections.sum())
 
     def activation_metrics(self):
