@@ -441,6 +441,22 @@ def test_hyperparameters_are_sampled_and_discounts_stay_in_range(small):
     assert fixed.hyperparameters()["b_phi"] == 100.0 and fixed.hyperparameters()["a_phi"] == 0.5
 
 
+def test_no_hyperparameter_is_sampled_before_sample_hyper_after(small):
+    """sample_hyper_after=N (hca's -G var,cycles,start): every hyper-parameter keeps its start value
+    through sweep N and is sampled from sweep N + 1 on, on the same schedule as without it."""
+    train, _ = small
+    opts = {"K": 12, "sample_hyper_every": 1, "sample_discount_every": 1, "sample_hyper_after": 4}
+    m = NpldaGibbs(train, opts, 3)
+    start = m.hyperparameters()
+    for _ in range(4):
+        m.step()
+    assert m.hyperparameters() == start
+    m.step()
+    h = m.hyperparameters()
+    for name in ("b_theta", "b_alpha", "b_phi", "b_beta", "a_phi", "a_beta"):
+        assert h[name] != start[name], name
+
+
 def test_invariant_check_catches_corruption(small):
     train, _ = small
     m = NpldaGibbs(train, {"K": 8, "burst": True}, 2)
@@ -467,6 +483,7 @@ def test_invariant_check_catches_corruption(small):
         (NpldaGibbs, {"fix": "b_phi,nope"}, "'nope'"),
         (HdpGibbs, {"a_phi": 0.5}, "unknown option 'a_phi'"),
         (HdpGibbs, {"sample_hyper_every": -2}, "sample_hyper_every=-2"),
+        (NpldaGibbs, {"sample_hyper_after": -1}, "sample_hyper_after=-1"),
     ],
 )
 def test_bad_options_are_named(small, cls, bad, match):

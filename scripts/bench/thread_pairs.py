@@ -3,11 +3,11 @@
 
 For each model a one-thread and a T-thread model are built from the same prepared corpus, seed and
 options and trained --warmup steps each; then --steps steps alternate between them, --block steps of
-one and then of the other (a block's mean per step is one sample), so that the machine's drifting speed (a shared 2-core VM here) hits both
-alike. Reported per model: the median over the steps of one thread's wall seconds per step divided
-by T threads', the CPU seconds per step of each (the whole process, all threads), and held-out
-document-completion perplexity of both after the run (the corpus's test part, every:5 held out,
-each model's own fold-in method) with their ratio.
+one and then of the other (a block's mean per step is one sample), so that the machine's drifting
+speed (a shared 2-core VM here) hits both alike. Reported per model: the median over the samples of
+one thread's wall seconds per step divided by T threads', the CPU seconds per step of each (the
+whole process, all threads), and held-out document-completion perplexity of both after the run (the
+corpus's test part, every:5 held out, each model's own fold-in method) with their ratio.
 
     python scripts/bench/thread_pairs.py /tmp/mv --K 50 --threads 2 --json pairs.json
     python scripts/bench/thread_pairs.py /tmp/mv --models lda-svi,hdp-pcvb0 --steps 30

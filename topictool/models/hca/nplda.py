@@ -11,7 +11,7 @@ Options with hca's defaults except a_theta and a_alpha, whose hca default is 0.5
 in brackets): K, a_theta [a] = 0, b_theta [b] = 10,
 a_alpha [a0] = 0, b_alpha [b0] = 10, a_phi [aw] = 0.5, b_phi [bw] = 100, a_beta [aw0] = 0.5,
 b_beta [bw0] = 10, burst, burst_discount [ad] = 0.5 (the manual's -Sad=0.5), burst_concentration
-[bdk] = 100, sample_hyper_every = 3, sample_discount_every = 11, fix, phi_average = 0 (the
+[bdk] = 100, sample_hyper_every = 3, sample_discount_every = 11, sample_hyper_after = 0, fix, phi_average = 0 (the
 snapshot averages the last N sweeps' estimates, hca's -lphi). As in hca, a discount that starts
 at 0 is held at 0 (the process is then a Dirichlet process); others are sampled.
 """
