@@ -567,3 +567,32 @@ def beta_to_sticks(beta, bound, u):
         v = min(max(beta[k] / tails[k], 1e-300), 1.0)
         x = math.log(v) - math.log1p(-min(v, 1.0 - 1e-16))
         u[k] = min(max(x, -bound), bound)
+
+
+# Per topic k in [lo, hi): the minibatch's token count of topic k, sum_j cnt_j phi_jk, each column
+# summed in row order (as numpy's axis-0 sum): split_merge.MoveState.usage, by ranges of topics.
+@numba.njit(cache=True, nogil=True)
+def weighted_column_sums(cnt, phi, out, lo, hi):
+    for k in range(lo, hi):
+        out[k] = 0.0
+    for j in range(phi.shape[0]):
+        c = cnt[j]
+        for k in range(lo, hi):
+            out[k] += c * phi[j, k]
+
+
+# Bhattacharyya coefficients sum_w sqrt(p_jw p_kw) of E[phi_j] (the rows of lam normalised) with
+# E[phi_k], for j in [lo, hi): split_merge.MoveState.closest_topic, by ranges of topics.
+@numba.njit(cache=True, nogil=True)
+def bhattacharyya(lam, k, out, lo, hi):
+    W = lam.shape[1]
+    s_k = 0.0
+    for w in range(W):
+        s_k += lam[k, w]
+    for j in range(lo, hi):
+        s_j = 0.0
+        b = 0.0
+        for w in range(W):
+            s_j += lam[j, w]
+            b += np.sqrt(lam[j, w] * lam[k, w])
+        out[j] = b / np.sqrt(s_j * s_k)

@@ -263,7 +263,9 @@ class MoveState:
 
     def usage(self):
         """Minibatch token count of every topic, sum_j n_jk (K,)."""
-        return np.sum(self.mb.cnt[:, None] * self.phi, axis=0)
+        out = np.empty(self.K)
+        by_ranges(self.workers, self.K, lambda lo, hi: kern.weighted_column_sums(self.mb.cnt, self.phi, out, lo, hi))
+        return out
 
     # -- split ----------------------------------------------------------------------
 
@@ -448,9 +450,8 @@ class MoveState:
     def closest_topic(self, k):
         """The topic whose E[phi] is nearest to topic k's (largest Bhattacharyya coefficient):
         the partner an unused topic is proposed to merge into."""
-        lam = self.lam()
-        root = np.sqrt(lam / lam.sum(axis=1, keepdims=True))
-        bc = np.sum(root * root[k], axis=1)
+        lam, bc = self.lam(), np.empty(self.K)
+        by_ranges(self.workers, self.K, lambda lo, hi: kern.bhattacharyya(lam, k, bc, lo, hi))
         bc[k] = -np.inf
         return int(np.argmax(bc))
 
