@@ -517,17 +517,14 @@ class MoveState:
         remainder entry). One new array each, written once (it is the largest part of a move)."""
         (k,) = p.topics
         K = self.K
-        for name, axis in self._TOPIC_AXES:
-            old = np.asarray(getattr(self, name))
-            shape = list(old.shape)
-            shape[axis] += 1
-            arr = np.empty(shape, dtype=old.dtype)
-            src, dst = np.moveaxis(old, axis, 0), np.moveaxis(arr, axis, 0)
-            dst[:K] = src[:K]
-            dst[K + 1 :] = src[K:]
-            dst[k] = p.arrays[name][0]
-            dst[K] = p.arrays[name][1]
-            setattr(self, name, arr)
+
+        def fill(src, dst, new, s):
+            dst[:K, s] = src[:K, s]
+            dst[K + 1 :, s] = src[K:, s]
+            dst[k, s] = new[0][s]
+            dst[K, s] = new[1][s]
+
+        self._rebuild(+1, fill, p.arrays)
         self.ids = self.ids + [max(self.ids) + 1]
         self.origin = self.origin + [None]
         return (self.ids[k], self.ids[K])
@@ -535,15 +532,47 @@ class MoveState:
     def _apply_merge(self, p):
         """The merged topic replaces a, b (> a) is removed."""
         a, b = p.topics
-        for name, axis in self._TOPIC_AXES:
-            arr = np.delete(np.asarray(getattr(self, name)), b, axis=axis)  # a new array
-            np.moveaxis(arr, axis, 0)[a] = p.arrays[name]
-            setattr(self, name, arr)
+
+        def fill(src, dst, new, s):
+            dst[:b, s] = src[:b, s]
+            dst[b:, s] = src[b + 1 :, s]
+            dst[a, s] = new[s]
+
+        self._rebuild(-1, fill, p.arrays)
         keep = self.ids[a]
         self.ids = self.ids[:b] + self.ids[b + 1 :]
         self.origin[a] = ("+", self.origin[a], self.origin[b])
         self.origin = self.origin[:b] + self.origin[b + 1 :]
         return (keep,)
+
+    def _rebuild(self, change, fill, arrays):
+        """Every array of _TOPIC_AXES anew with ``change`` more topics, written by
+        fill(src, dst, new, s): src and dst with the topic axis first, the proposal's ``new``
+        entries, s a slice of the other axis. On the workers' threads, thread t filling the t-th
+        range of every 2-D array's other axis (copies are exact: the same bits for every T)."""
+        parts = []
+        for name, axis in self._TOPIC_AXES:
+            old = np.asarray(getattr(self, name))
+            shape = list(old.shape)
+            shape[axis] += change
+            arr = np.empty(shape, dtype=old.dtype)
+            parts.append((np.moveaxis(old, axis, 0), np.moveaxis(arr, axis, 0), arrays[name]))
+            setattr(self, name, arr)
+
+        def run(t, T):
+            for src, dst, new in parts:
+                if src.ndim == 1:  # as a column: one entry per topic
+                    if t == 0:
+                        one = tuple(np.reshape(x, 1) for x in new) if change > 0 else np.reshape(new, 1)
+                        fill(src[:, None], dst[:, None], one, slice(None))
+                    continue
+                n = src.shape[1]
+                fill(src, dst, new, slice(n * t // T, n * (t + 1) // T))
+
+        if self.workers is None or self.workers.threads == 1:
+            run(0, 1)
+        else:
+            self.workers.run(lambda t: run(t, self.workers.threads))
 
     def arrays(self):
         """The state arrays (for tests: a rejected move must leave them bit-for-bit equal)."""
