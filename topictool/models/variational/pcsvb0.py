@@ -99,7 +99,7 @@ import numpy as np
 
 from ...corpus.corpus import token_blocks
 from ...errors import InputError
-from ...threads import BARRIERS, Barrier, barrier_wait
+from ...threads import BARRIERS, Barrier, barrier_wait, padded
 from . import kernels as kern
 from . import sticks
 from .common import HDP_ALIASES, HDP_DEFAULTS, CollapsedHdpModel
@@ -633,8 +633,9 @@ class HdpPcsvb0(CollapsedHdpModel):
         acc, acc_k, mark, touched, n_touched = self._tables
         s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa = self._steps()
         beta, N, alpha_corpus = float(o["beta"]), float(self.N), o["alpha_update"] == "corpus"
-        E, out = np.zeros((T, K)), np.zeros((T, 4))  # E_dk sums; tokens, documents, E_total, psi_total
-        q, prod, api = np.empty((T, K)), np.empty((T, K)), np.empty(K)
+        # each thread's E_dk sums and scratch q, prod (written at every token: rows a cache line apart)
+        E, q, prod = (padded(T, K, np.float64) for _ in range(3))
+        out, api = np.zeros((T, 4)), np.empty(K)  # tokens, documents, E_total, psi_total
         n_docs = _non_empty(self._lengths[1])
         for lo in range(0, self.D, o["minibatch"]):
             hi = min(lo + o["minibatch"], self.D)
