@@ -336,17 +336,11 @@ ROUND_DOCS = 64
 
 
 # ``_document`` word by word on a thread's view of n_kw: the thread sees
-#     n_kw = cb scale nkw[w] + cd a[w],   n_k = cb scale nk + cd a_k,   (view = [cb, cd])
+#     n_kw = cb scale nkw[w] + cd dwk[w],   n_k = cb scale nk + cd dk,   (view = [cb, cd])
 # the shared table (as it was when the round began; no thread writes it) decayed by the thread's own
-# (B3) steps (cb, their product) plus its own additions (cd a: its rows of the words in touched,
-# marked in mark). cb and cd take the same decay at every token, so the view is cd (R scale n + a)
-# with R = cb / cd, which changes only when cd is folded into the rows (below RESCALE_BELOW, as
-# ``decay_scaled``). The thread's rows hold that sum: dk = R scale nk + a_k (``_view_run`` starts
-# it at scale nk) and, once the word is touched, dwk[w] = R scale nkw[w] + a[w] (the table's row
-# copied in at the first touch), so a token reads one row, as on one thread; an untouched word is
-# read from the table. ``_view_run`` takes the table's part out again at the end of the run, so
-# that dwk, dk hold the additions alone for the merge. Returns (t_c, n_touched); prod as in
-# ``_document``.
+# (B3) steps (cb, their product) plus its own additions (cd dwk: dwk and dk rows of the words in
+# touched, marked in mark). cd is folded into dwk when it falls below RESCALE_BELOW (as
+# ``decay_scaled``). Returns (t_c, n_touched); prod as in ``_document``.
 # The pass and token loops repeat ``_document``'s on purpose (as do scvb0._scvb0_docs's, a different
 # algorithm): (B1) and (B3) here work on the view, and one loop for both would branch on the mode
 # in the innermost loop of the hot path; the shared step (B2) is ``_document_step``.
@@ -369,24 +363,16 @@ def _document_view(
             m = counts[i]
             reps = 1 if clumping else m
             weight = m if clumping else 1
-            if final and mark[w] < 0:  # the first touch: the table's row into the thread's
+            if final:
                 n_touched = kern.touch(mark, touched, n_touched, w)
-                r = cb / cd * scale
-                for k in range(K):
-                    dwk[w, k] = r * nkw[w, k]
             for _r in range(reps):
+                bs = cb * scale
                 total = 0.0
-                if mark[w] >= 0:
-                    for k in range(K):  # (B1) on the view
-                        x = (n_dk[d, k] + api[k]) * (cd * dwk[w, k] + beta) / (cd * dk[k] + Vbeta)
-                        q[k] = x
-                        total += x
-                else:
-                    bs = cb * scale
-                    for k in range(K):
-                        x = (n_dk[d, k] + api[k]) * (bs * nkw[w, k] + beta) / (cd * dk[k] + Vbeta)
-                        q[k] = x
-                        total += x
+                for k in range(K):  # (B1) on the view
+                    word = bs * nkw[w, k] + cd * dwk[w, k] + beta
+                    x = (n_dk[d, k] + api[k]) * word / (bs * nk[k] + cd * dk[k] + Vbeta)
+                    q[k] = x
+                    total += x
                 inv = 1.0 / total
                 for k in range(K):
                     q[k] *= inv
@@ -426,8 +412,6 @@ def _view_run(
     q = np.empty(K, dtype=np.float64)
     prod = np.empty(K, dtype=np.float64)
     n_touched = 0
-    for k in range(K):  # the view's totals: the table's (cb = cd = 1 at the round's start)
-        dk[k] = scale * nk[k]
     for b in range(lo, hi):
         d = order[b]
         n_d = doc_len[d]
@@ -439,13 +423,6 @@ def _view_run(
         )  # fmt: skip
         for k in range(K):
             E_docs[b - first, k] = 1.0 - prod[k]
-    r = view[0] / view[1] * scale  # the table's part out of the rows: the additions remain
-    for j in range(n_touched):
-        w = touched[j]
-        for k in range(K):
-            dwk[w, k] -= r * nkw[w, k]
-    for k in range(K):
-        dk[k] -= r * nk[k]
     return n_touched
 
 
