@@ -109,6 +109,19 @@ def test_in_kernel_pass_equals_python_rounds(small, cls, opts):
         assert folds > 0 or "s_phi" not in opts  # the fold case really folded
 
 
+def test_pcsvb0_views_keep_the_table_non_negative_under_extreme_steps():
+    """rho^c near 1 (s_c = 900) decays a round's table by far more than 1e-100 on 3 threads: the
+    merged n_kw must stay >= 0, so that the checkpoint resumes (a version that took the table's part
+    back out of the threads' rows by subtraction left -1e-323 here, and the state was refused)."""
+    train, _, _ = synth.lda(topics=5, vocab_size=120, documents=150, test_documents=20, length=40, seed=4)
+    for extra in (dict(gamma=0.05), dict(alpha=0.01, gamma=0.01)):
+        opts = HdpPcsvb0.resolve_options(dict(K=30, s_c=900.0, **extra))
+        m = HdpPcsvb0(train, opts, 7, threads=3)
+        m.step()
+        assert m.nkw.min() >= 0.0 and m.nk.min() >= 0.0
+        HdpPcsvb0.from_state(train, opts, m.state(), threads=3).step()
+
+
 @pytest.mark.parametrize("cls,opts", VARIANTS, ids=IDS)
 def test_exact_resume_with_two_threads(small, cls, opts):
     whole = build(cls, small, 2, **opts)

@@ -57,7 +57,7 @@ def pair(name, options, warmup, steps, corpus, test, K, threads, seed, block=1):
         for _ in range(warmup):
             m.step()
     times = {T: [] for T in models}
-    for _ in range(max(1, steps // block)):
+    for _ in range(steps // block):
         for T, m in models.items():
             runs = [timed_step(m) for _ in range(block)]
             times[T].append(tuple(sum(r[i] for r in runs) / block for i in (0, 1)))
@@ -69,7 +69,7 @@ def pair(name, options, warmup, steps, corpus, test, K, threads, seed, block=1):
         "model": name,
         "options": options,
         "threads": threads,
-        "steps": steps,
+        "steps": steps // block * block,
         "block": block,
         "speedup": statistics.median(ratios),
         "speedup_quartiles": statistics.quantiles(ratios, n=4),
@@ -98,6 +98,9 @@ def main():
     a = p.parse_args()
     corpus, test = load(a.corpus), load(a.corpus, "test")
     chosen = [m for m in MODELS if not a.models or m[0] in a.models.split(",")]
+    shortest = min((a.steps or m[3] for m in chosen), default=0)
+    if a.block < 1 or shortest // a.block < 2:
+        p.error(f"--block {a.block}: must be at least 1 and leave every model two samples ({shortest} steps)")
     rows = []
     head = f"{'speed-up':>9} {'quartiles':>13} {'CPU s/step 1 / T':>18} {'perplexity 1 / T':>20} {'ratio':>7}"
     print(f"{'model':<26} {head}")

@@ -9,7 +9,7 @@ document side; Buntine & Mishra 2014, "HDP-LDA").
 Options (hca's name in brackets): K (-K, the truncation), b_theta [b] = 10, b_alpha [b0] = 10,
 beta [-B value] = 0.01 per word (hca samples the total W beta), burst [-Sbdk], burst_discount
 [ad] = 0.5 (the manual's -Sad=0.5), burst_concentration [bdk] = 100, sample_hyper_every = 3,
-sample_discount_every = 11, sample_hyper_after = 0 (none sampled before this sweep, hca's -G
+sample_discount_every = 11, sample_hyper_after = 0 (none sampled through this sweep, hca's -G
 var,cycles,start), fix (comma-separated names held fixed, hca's -F), phi_average = 0
 (the snapshot averages the last N sweeps' estimates, hca's -lphi).
 """

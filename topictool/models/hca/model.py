@@ -59,7 +59,7 @@ COMMON_DEFAULTS = {
     "burst_concentration": 100.0,  # initial b_psi_k for every topic (hca: bdk)
     "sample_hyper_every": 3,  # concentrations (and beta) every this many sweeps; 0 = never
     "sample_discount_every": 11,  # discounts every this many sweeps; 0 = never
-    "sample_hyper_after": 0,  # no hyper-parameter is sampled before this sweep (a burn-in)
+    "sample_hyper_after": 0,  # no hyper-parameter is sampled through this sweep (a burn-in)
     "fix": "",  # comma-separated hyper-parameters to hold fixed (hca's -F)
     "phi_average": 0,  # the snapshot averages the estimates of the last N sweeps (hca's -lphi); 0 = off
 }
