@@ -10,7 +10,7 @@ from ...corpus.corpus import token_blocks
 from ...errors import InputError
 from ...kernels.rng import shuffle
 from ...snapshot import Snapshot
-from ...threads import split
+from ...threads import padded, split
 from ..base import KAPPA, NONNEGATIVE, POSITIVE, POSITIVE_INT, PRIOR, Model, Range, effective_topics
 from . import kernels as kern
 from . import sticks
@@ -129,7 +129,7 @@ class VariationalModel(Model):
     def _thread_rows(self):
         """(T, >= K) float64 zeros, a row of K per thread written at every token by its thread: padded
         (columns past K unused) so that each row has cache lines of its own."""
-        return np.zeros((self.threads, (self.K + 7) // 8 * 8 + 8), dtype=np.float64)
+        return padded(self.threads, self.K, np.float64, full=True)
 
     def _minibatch_cuts(self, order, minibatch):
         """(minibatches, T + 1) positions into ``order``: row b cuts minibatch b (order[b M : b M + M])
