@@ -59,14 +59,20 @@ from ...threads import split
 from . import kernels as kern
 
 
+def on_threads(workers, fn):
+    """fn(t, T) for the T parts: fn(0, 1) at once without workers (or with one thread), else
+    part t on the workers' thread t."""
+    T = 1 if workers is None else workers.threads
+    if T == 1:
+        fn(0, 1)
+    else:
+        workers.run(lambda t: fn(t, T))
+
+
 def by_ranges(workers, n, fn):
-    """fn(lo, hi) over n items: at once without workers (or with one thread), else on the
-    workers' threads, part t the t-th of nearly equal ranges (topics, columns, words)."""
-    if workers is None or workers.threads == 1:
-        fn(0, n)
-        return
-    cut = split(n, workers.threads)
-    workers.run(lambda t: fn(cut[t], cut[t + 1]))
+    """fn(lo, hi) over n items (``on_threads``), part t the t-th of nearly equal ranges (topics,
+    columns, words; threads.split)."""
+    on_threads(workers, lambda t, T: fn(n * t // T, n * (t + 1) // T))
 
 
 def doc_blocks(ptr, parts):
@@ -569,10 +575,7 @@ class MoveState:
                 n = src.shape[1]
                 fill(src, dst, new, slice(n * t // T, n * (t + 1) // T))
 
-        if self.workers is None or self.workers.threads == 1:
-            run(0, 1)
-        else:
-            self.workers.run(lambda t: run(t, self.workers.threads))
+        on_threads(self.workers, run)
 
     def arrays(self):
         """The state arrays (for tests: a rejected move must leave them bit-for-bit equal)."""
