@@ -424,7 +424,8 @@ class MoveState:
         """Drop topics whose pseudo-counts sum_w (lambda_kw - eta) are below one token and that
         hold less than one token of the minibatch; their beta* moves to the remainder."""
         mass = self.hist.sum(axis=1) + self.mbstats.sum(axis=0)
-        empty = np.flatnonzero((mass < 1.0) & (self.usage() < 1.0))
+        usage = self.usage()
+        empty = np.flatnonzero((mass < 1.0) & (usage < 1.0))
         if len(empty) == 0 or len(empty) >= self.K:
             return 0
         keep = np.setdiff1d(np.arange(self.K), empty)
@@ -432,7 +433,7 @@ class MoveState:
         self.bhist[-1] += self.bhist[empty].sum()
         self.bmb[-1] += self.bmb[empty].sum()
         # their (sub-token) minibatch mass goes to the most used topic, as in a merge
-        top = int(np.argmax(self.usage()))
+        top = int(np.argmax(usage))
         self.phi[:, top] += self.phi[:, empty].sum(axis=1)
         self.theta[:, top] += (self.theta[:, empty] - self.alpha * self.beta[empty]).sum(axis=1)
         self.mbstats[:, top] += self.mbstats[:, empty].sum(axis=1)
@@ -623,7 +624,8 @@ def run_moves(
         return p.delta > margin + tol
 
     # splits
-    w = np.where(state.usage() >= 1.0, state.usage(), 0.0)
+    usage = state.usage()
+    w = np.where(usage >= 1.0, usage, 0.0)
     candidates = []
     for _ in range(min(split_tries, int(np.count_nonzero(w)))):
         cum = np.cumsum(w)
