@@ -561,6 +561,33 @@ def test_slice_sampler_draws_from_its_density():
     assert xs.var() == pytest.approx(shape, rel=0.2)
 
 
+def test_grouped_hyperparameter_densities_match_the_node_by_node_sums():
+    """The burst concentrations and discount are sampled on histograms of the nodes' counts by
+    topic; those densities equal the node-by-node ones (any node order, a = 0 included)."""
+    from topictool.models.hca import hyper as hp
+
+    rng = np.random.default_rng(4)
+    G, P = 5, 400
+    group = rng.integers(0, G - 1, P)  # the last group has no node: its density is the prior's
+    N = rng.geometric(0.3, P)
+    T = np.minimum(N, rng.geometric(0.5, P))
+    b = rng.uniform(0.5, 50.0, G)
+    t_ptr, t_val, t_freq = hp._histograms(group, T, G)
+    n_ptr, n_val, n_freq = hp._histograms(group, N, G)
+    for g in range(G):
+        mine = group == g
+        values, counts = np.unique(T[mine], return_counts=True)
+        assert np.array_equal(t_val[t_ptr[g] : t_ptr[g + 1]], values)
+        assert np.array_equal(t_freq[t_ptr[g] : t_ptr[g + 1]], counts)
+        for a in (0.0, 0.37):
+            ts, ns = slice(t_ptr[g], t_ptr[g + 1]), slice(n_ptr[g], n_ptr[g + 1])
+            got = hp.grouped_concentration_logpdf(b[g], a, t_val[ts], t_freq[ts], n_val[ns], n_freq[ns])
+            assert got == pytest.approx(hp.concentration_logpdf(b[g], a, T[mine], N[mine]), rel=1e-12, abs=1e-9)
+    for a in (0.0, 0.61):
+        want = hp.sum_log_pochhammer(b[group], a, T)
+        assert hp.grouped_log_pochhammer(b, a, t_ptr, t_val, t_freq) == pytest.approx(want, rel=1e-12)
+
+
 # ----------------------------------------------------------------------------
 # burst-aware document completion
 

@@ -21,6 +21,7 @@ flat on [1e-4, 1] (hca samples the total W beta).
 
 import math
 
+import numba
 import numpy as np
 from scipy.special import gammaln
 
@@ -88,6 +89,132 @@ def sample_concentration(b, a, T, N, rng):
     T, N = np.asarray(T)[keep], np.asarray(N)[keep]
     return slice_sample(
         lambda x: concentration_logpdf(x, a, T, N), b, CONCENTRATION_MIN, CONCENTRATION_MAX, rng, log_scale=True
+    )
+
+
+def sample_concentrations_by_group(b, a, group, T, N, rng):
+    """One update of each group's concentration b[g] (burst nodes: g = the topic, b = b_psi),
+    the groups in order; the nodes are given by their group, tables T and customers N.
+
+    The density depends on the nodes only through how many have each T and each N, so it is
+    evaluated on those histograms, in numba (``grouped_concentration_logpdf``): a topic's few
+    dozen distinct counts instead of its hundreds of nodes, most of whose terms cancel
+    (a node with one customer and one table adds log b - log b), and no scipy call per node."""
+    keep = np.asarray(N) > 0
+    group, T, N = (np.asarray(x, dtype=np.int64)[keep] for x in (group, T, N))
+    G = len(b)
+    t_ptr, t_val, t_freq = _histograms(group, T, G)
+    n_ptr, n_val, n_freq = _histograms(group, N, G)
+    for g in range(G):
+        ts, ns = slice(t_ptr[g], t_ptr[g + 1]), slice(n_ptr[g], n_ptr[g + 1])
+        tv, tf, nv, nf = t_val[ts], t_freq[ts], n_val[ns], n_freq[ns]
+        b[g] = slice_sample(
+            lambda x: grouped_concentration_logpdf(x, a, tv, tf, nv, nf),  # noqa: B023 (used at once)
+            b[g],
+            CONCENTRATION_MIN,
+            CONCENTRATION_MAX,
+            rng,
+            log_scale=True,
+        )
+    return b
+
+
+@numba.njit(cache=True, nogil=True)
+def _histograms(group, values, G):
+    """For each group g, the distinct values of its nodes in increasing order and how many
+    nodes have each, as (ptr (G + 1), values, frequencies): group g's are [ptr[g], ptr[g + 1]).
+    Two counting sorts (by value, then stably by group; the values are counts, so small):
+    time and memory linear in the nodes, the largest value and G."""
+    P = len(values)
+    at = np.zeros((values.max() + 2) if P else 1, dtype=np.int64)
+    for i in range(P):
+        at[values[i] + 1] += 1
+    for v in range(1, len(at)):
+        at[v] += at[v - 1]
+    by_value = np.empty(P, dtype=np.int64)
+    for i in range(P):
+        by_value[at[values[i]]] = i
+        at[values[i]] += 1
+    fill = np.zeros(G + 1, dtype=np.int64)
+    for i in range(P):
+        fill[group[i] + 1] += 1
+    for g in range(G):
+        fill[g + 1] += fill[g]
+    start = fill.copy()
+    sorted_values = np.empty(P, dtype=np.int64)
+    for i in by_value:
+        sorted_values[fill[group[i]]] = values[i]
+        fill[group[i]] += 1
+    ptr = np.zeros(G + 1, dtype=np.int64)
+    val, freq = np.empty(P, dtype=np.float64), np.empty(P, dtype=np.float64)
+    m = 0
+    for g in range(G):
+        for i in range(start[g], start[g + 1]):
+            if i > start[g] and sorted_values[i] == sorted_values[i - 1]:
+                freq[m - 1] += 1.0
+            else:
+                val[m], freq[m] = sorted_values[i], 1.0
+                m += 1
+        ptr[g + 1] = m
+    return ptr, val[:m], freq[:m]
+
+
+@numba.njit(cache=True, nogil=True)
+def _grouped_log_pochhammer(b, a, val, freq, lo, hi):
+    """sum_i freq[i] log (b|a)_{val[i]} over i in [lo, hi) (sum_log_pochhammer on a
+    histogram); log (b|a)_1 = log b exactly."""
+    lb, out = math.log(b), 0.0
+    if a == 0.0:
+        for i in range(lo, hi):
+            out += freq[i] * val[i] * lb
+        return out
+    ba, la = b / a, math.log(a)
+    lg_ba = math.lgamma(ba)
+    for i in range(lo, hi):
+        t = val[i]
+        out += freq[i] * (lb if t == 1.0 else t * la + math.lgamma(ba + t) - lg_ba)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def grouped_concentration_logpdf(b, a, t_val, t_freq, n_val, n_freq):
+    """``concentration_logpdf`` from histograms: f nodes with T tables (t_val, t_freq) and
+    f' nodes with N customers (n_val, n_freq); log (b)_1 = log b exactly."""
+    lb = math.log(b)
+    out = (PRIOR_SHAPE - 1.0) * lb - b / PRIOR_SCALE  # log_concentration_prior
+    out += _grouped_log_pochhammer(b, a, t_val, t_freq, 0, len(t_val))
+    lg_b = math.lgamma(b)
+    for i in range(len(n_val)):
+        n = n_val[i]
+        out -= n_freq[i] * (lb if n == 1.0 else math.lgamma(b + n) - lg_b)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def grouped_log_pochhammer(b, a, ptr, val, freq):
+    """sum over groups g of the nodes' log (b[g]|a)_T, the T of group g's nodes as a histogram
+    [ptr[g], ptr[g + 1]) of (val, freq) (``_histograms``)."""
+    out = 0.0
+    for g in range(len(b)):
+        out += _grouped_log_pochhammer(b[g], a, val, freq, ptr[g], ptr[g + 1])
+    return out
+
+
+def sample_discount_by_group(a, b, group, T, pairs, rng):
+    """``sample_discount`` for nodes whose concentration is their group's, b[group] (burst
+    nodes: b_psi of their topic), on the histograms of T by group (as
+    ``sample_concentrations_by_group``)."""
+    group, T = np.asarray(group, dtype=np.int64), np.asarray(T, dtype=np.int64)
+    ptr, val, freq = _histograms(group, T, len(b))
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    pn, pt, pw = pairs
+    return slice_sample(
+        lambda x: grouped_log_pochhammer(b, x, ptr, val, freq) + sum_log_stirling(x, pn, pt, pw),
+        a,
+        DISCOUNT_MIN,
+        DISCOUNT_MAX,
+        rng,
+        width=0.1,
     )
 
 

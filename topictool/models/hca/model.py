@@ -449,14 +449,7 @@ class HcaGibbs(Model):
             done.append("beta")
         if self.burst and "burst_concentration" not in self.fixed:
             topic_k, topic_N, topic_S, _, _, _ = self._burst_stats()
-            order = np.argsort(topic_k, kind="stable")
-            bounds = np.searchsorted(topic_k[order], np.arange(self.K + 1))
-            a_psi = h[smp.H_A_PSI]
-            for k in range(self.K):
-                sel = order[bounds[k] : bounds[k + 1]]
-                self.burst_concentration[k] = hp.sample_concentration(
-                    self.burst_concentration[k], a_psi, topic_S[sel], topic_N[sel], rng
-                )
+            hp.sample_concentrations_by_group(self.burst_concentration, h[smp.H_A_PSI], topic_k, topic_S, topic_N, rng)
             done.append("burst_concentration")
         return done
 
@@ -486,8 +479,8 @@ class HcaGibbs(Model):
         if self.burst and self._free("burst_discount") and h[smp.H_A_PSI] > 0:
             topic_k, topic_N, topic_S, pair_k, pair_n, pair_s = self._burst_stats()
             pairs = sorted_pairs(pair_n, pair_s)
-            b_of_node = self.burst_concentration[topic_k]
-            h[smp.H_A_PSI] = hp.sample_discount(h[smp.H_A_PSI], b_of_node, topic_S, pairs, rng)
+            b = self.burst_concentration
+            h[smp.H_A_PSI] = hp.sample_discount_by_group(h[smp.H_A_PSI], b, topic_k, topic_S, pairs, rng)
             self.tables["psi"].set_discount(h[smp.H_A_PSI])
             done.append("burst_discount")
         return done
