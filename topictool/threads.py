@@ -20,7 +20,7 @@ import threading
 import numpy as np
 from numba.core import types
 
-__all__ = ["BARRIERS", "Barrier", "Workers", "barrier_wait", "padded", "split"]
+__all__ = ["BARRIERS", "Barrier", "Workers", "barrier_wait", "handed_out", "padded", "split"]
 
 # A barrier the kernels themselves can wait on (POSIX pthread_barrier_wait, called from nopython
 # code without the GIL): a schedule of many short rounds -- lda-gibbs's partitioned sweep -- then
@@ -64,6 +64,26 @@ def padded(T, n, dtype, full=False):
 def split(n, parts):
     """Boundaries (parts + 1) cutting range(n) into ``parts`` runs of nearly equal length."""
     return [n * p // parts for p in range(parts + 1)]
+
+
+def handed_out(n, fn):
+    """A part for ``Workers.run``: the threads take the items 0 .. n-1 one at a time from a shared
+    counter and call fn(i) on each, until none is left. For work whose cost per item varies
+    (documents that converge in 3 or 100 iterations): a thread that finishes early takes more.
+    Which thread takes an item is up to the operating system, so fn(i) must write only what is
+    item i's own for the result to stay the same."""
+    taken, lock = [0], threading.Lock()
+
+    def part(t):
+        while True:
+            with lock:
+                i = taken[0]
+                taken[0] += 1
+            if i >= n:
+                return
+            fn(i)
+
+    return part
 
 
 class Workers:

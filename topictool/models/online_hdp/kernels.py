@@ -96,6 +96,38 @@ def add_parts(out, parts, u0, u1):
                 out[u, k] += parts[t, u, k]
 
 
+# The entries of a minibatch grouped by word (a counting sort of wid, stable: each word's
+# entries in document order), as (word_ptr (U+1), entries (nnz)).
+@numba.njit(cache=True, nogil=True)
+def entries_by_word(wid, U):
+    word_ptr = np.zeros(U + 1, dtype=np.int64)
+    for t in range(wid.shape[0]):
+        word_ptr[wid[t] + 1] += 1
+    for u in range(U):
+        word_ptr[u + 1] += word_ptr[u]
+    fill = word_ptr[:-1].copy()
+    entries = np.empty(wid.shape[0], dtype=np.int64)
+    for t in range(wid.shape[0]):
+        entries[fill[wid[t]]] = t
+        fill[wid[t]] += 1
+    return word_ptr, entries
+
+
+# out[u, k] = sum over the entries t of word u, in document order, of cnt[t] rows[t, k], for
+# words u0..u1-1 (from 0: the additions e_step_docs makes to sstats, so the same bits).
+@numba.njit(cache=True, nogil=True)
+def word_sums_of_rows(word_ptr, entries, cnt, rows, out, u0, u1):
+    K = rows.shape[1]
+    for u in range(u0, u1):
+        for k in range(K):
+            out[u, k] = 0.0
+        for i in range(word_ptr[u], word_ptr[u + 1]):
+            t = entries[i]
+            c = cnt[t]
+            for k in range(K):
+                out[u, k] += c * rows[t, k]
+
+
 # (G2) on the pseudo-counts, for topics k0..k1-1: out = prior + keep (lam - eta), then + coef sstats
 # on the minibatch's words -- the same operations as model.step's numpy lines with
 # split_merge.combine (hist = keep (lam - eta), mbstats = coef sstats), so the same bits.
@@ -224,7 +256,8 @@ def exp_shifted(elog_wk, shift, x, u0, u1):
 
 
 # L1-L2 for documents j0..j1-1 (e_step's loop; a thread's block of the minibatch): writes only
-# their rows of theta, phi_out, doc_elbo, doc_iters and adds to sstats, which a thread owns.
+# their rows of theta, phi_out, doc_elbo, doc_iters and adds to sstats, which a thread owns
+# (unless sstats has no rows: then varphi is kept, and summed by words afterwards).
 @numba.njit(cache=True, nogil=True)
 def e_step_docs(
     ptr, wid, cnt, x, shift, alpha, alpha_beta, theta, init_theta, max_iter, tol, sstats, phi_out, doc_elbo, doc_iters,
@@ -232,6 +265,7 @@ def e_step_docs(
 ):  # fmt: skip
     K = x.shape[1]
     keep_phi = phi_out.shape[0] == wid.shape[0]
+    add_stats = sstats.shape[0] > 0
     e = np.empty(K, dtype=np.float64)
     psi = np.empty(K, dtype=np.float64)
     acc = np.empty(K, dtype=np.float64)
@@ -284,7 +318,8 @@ def e_step_docs(
             for k in range(K):
                 p = x[u, k] * e[k] / s
                 n[k] += c * p
-                sstats[u, k] += c * p
+                if add_stats:
+                    sstats[u, k] += c * p
                 if keep_phi:
                     phi_out[t, k] = p
         for k in range(K):

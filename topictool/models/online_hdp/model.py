@@ -65,7 +65,6 @@ is not kept (log_likelihood() is NaN after a resume until the next step). Versio
 """
 
 import math
-import threading
 import time
 
 import numpy as np
@@ -74,7 +73,7 @@ from scipy.special import digamma, gammaln, polygamma
 from ...errors import InputError
 from ...kernels.rng import shuffle, uniform
 from ...snapshot import Snapshot
-from ...threads import padded, split
+from ...threads import handed_out, padded, split
 from ..base import KAPPA, NONNEGATIVE, POSITIVE, POSITIVE_INT, PRIOR, Model, Range
 from . import kernels as kern
 from .quasi_newton import maximize_box
@@ -87,6 +86,7 @@ STICK_LOGIT_BOUND = 30.0
 BETA_FLOOR = 1e-13
 HYPER_BOUNDS = dict(alpha=(1e-4, 1e4), gamma=(1e-3, 1e4), eta=(1e-6, 1e2))
 NEWTON_STEPS = 50
+CHUNKS_PER_THREAD = 4  # the moves' local steps: documents handed out in this many chunks a thread
 
 
 # ---------------------------------------------------------------------------------------------
@@ -487,18 +487,12 @@ class _VariationalHdp(Model):
             return self._topic_terms(elog_sum=elog_sum)
         lam, K = self.lam, self.lam.shape[0]
         out = np.empty(K)
-        taken, lock = [0], threading.Lock()
+        topics = handed_out(K, lambda k: kern.topic_terms_range(lam, self.beta, out, elog_sum, k, k + 1))
 
         def part(t):
             if t == 0:
                 serial_part()
-            while True:
-                with lock:
-                    k = taken[0]
-                    taken[0] += 1
-                if k >= K:
-                    return
-                kern.topic_terms_range(lam, self.beta, out, elog_sum, k, k + 1)
+            topics(t)
 
         self.workers.run(part)
         return out
@@ -526,16 +520,13 @@ class _VariationalHdp(Model):
         return sstats, phi, doc_elbo, doc_iters
 
     def _threaded_local_step(self, mb, lam, elog, local, after, sstats, phi, doc_elbo, doc_iters):
-        """The local step on T threads: E[log phi] by topics, then by words; each thread the
-        documents of one block of the minibatch (about equal tokens) with its own statistics
-        (part 0 in ``sstats`` itself); the parts are then added to sstats in thread order, by
-        words. Documents are independent given the global parameters, so only the order of the
-        sums over documents in sstats depends on T."""
+        """The local step on T threads: E[log phi] by topics, then by words, then the documents
+        (below). Documents are independent given the global parameters, so only the order of
+        the sums over documents in sstats can depend on T: it does when varphi is not kept,
+        not when it is."""
         T, (U, K) = self.threads, elog.shape
         topics, words = split(K, T), split(U, T)
-        docs = doc_blocks(mb.ptr, T)
         ps, shift, x = np.empty(K), np.empty(U), np.empty((U, K))
-        parts = np.zeros((T - 1, U, K))
 
         def prologue(t):
             kern.topic_digamma_sums(lam, ps, topics[t], topics[t + 1])
@@ -544,12 +535,37 @@ class _VariationalHdp(Model):
             kern.expected_log_words(lam, mb.words, ps, elog, words[t], words[t + 1])
             kern.exp_shifted(elog, shift, x, words[t], words[t + 1])
 
+        self.workers.run(prologue)
+        self.workers.run(words_part)
+        if len(phi):
+            # varphi kept (the moves' steps): the documents in chunks handed out as threads
+            # finish (their iterations to converge vary: blocks of equal tokens took 51 and 43
+            # ms), then sstats from varphi word by word, each word's tokens in document order
+            # -- the additions e_step makes, so the same bits as one thread
+            chunks = doc_blocks(mb.ptr, CHUNKS_PER_THREAD * T)
+            none = np.zeros((0, K))
+            self.workers.run(
+                handed_out(
+                    len(chunks) - 1,
+                    lambda c: kern.e_step_docs(
+                        *local, x, shift, *after, none, phi, doc_elbo, doc_iters, chunks[c], chunks[c + 1]
+                    ),
+                )
+            )
+            word_ptr, word_tok = mb.by_word()
+            self.workers.run(
+                lambda t: kern.word_sums_of_rows(word_ptr, word_tok, mb.cnt, phi, sstats, words[t], words[t + 1])
+            )
+            return
+        # varphi not kept: each thread a block of documents (about equal tokens) with its own
+        # statistics (part 0 in sstats itself), the parts then added to sstats in thread order
+        docs = doc_blocks(mb.ptr, T)
+        parts = np.zeros((T - 1, U, K))
+
         def docs_part(t):
             own = sstats if t == 0 else parts[t - 1]
             kern.e_step_docs(*local, x, shift, *after, own, phi, doc_elbo, doc_iters, docs[t], docs[t + 1])
 
-        self.workers.run(prologue)
-        self.workers.run(words_part)
         self.workers.run(docs_part)
         self.workers.run(lambda t: kern.add_parts(sstats, parts, words[t], words[t + 1]))
 

@@ -51,7 +51,7 @@ A proposal builds new arrays and never writes to the current ones: a rejected
 move leaves every array exactly as it was.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -129,6 +129,7 @@ class Minibatch:
     wid: np.ndarray  # (nnz,) int64 index into words
     cnt: np.ndarray  # (nnz,) float64
     words: np.ndarray  # (U,) int64 vocabulary ids
+    _by_word: tuple = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, corpus, docs):
@@ -144,6 +145,13 @@ class Minibatch:
     @property
     def U(self):
         return len(self.words)
+
+    def by_word(self):
+        """(word_ptr (U+1), tokens (nnz)): the entries t of each distinct word u, in increasing t
+        (document order), are tokens[word_ptr[u]:word_ptr[u + 1]]; made once, on first use."""
+        if self._by_word is None:
+            self._by_word = kern.entries_by_word(self.wid, self.U)
+        return self._by_word
 
     def word_sums(self, weights):
         """sum over the tokens of each distinct word of cnt * weights (U,)."""
