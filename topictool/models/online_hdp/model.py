@@ -506,7 +506,7 @@ class _VariationalHdp(Model):
         K = lam.shape[0]
         elog = np.empty((mb.U, K))
         sstats = np.zeros((mb.U, K))
-        phi = np.zeros((len(mb.wid) if keep_phi else 0, K))
+        phi = np.empty((len(mb.wid) if keep_phi else 0, K))  # e_step writes every row it keeps
         doc_elbo = np.zeros(mb.S)
         doc_iters = np.zeros(mb.S, dtype=np.int64)
         max_iter = self.opts["local_iterations"] if max_iter is None else max_iter
@@ -553,8 +553,11 @@ class _VariationalHdp(Model):
                 )
             )
             word_ptr, word_tok = mb.by_word()
+            by_entries = np.searchsorted(word_ptr, split(len(mb.wid), T))  # ranges of words, equal entries
             self.workers.run(
-                lambda t: kern.word_sums_of_rows(word_ptr, word_tok, mb.cnt, phi, sstats, words[t], words[t + 1])
+                lambda t: kern.word_sums_of_rows(
+                    word_ptr, word_tok, mb.cnt, phi, sstats, by_entries[t], by_entries[t + 1]
+                )
             )
             return
         # varphi not kept: each thread a block of documents (about equal tokens) with its own
