@@ -505,7 +505,8 @@ class _VariationalHdp(Model):
         beta_star = self.beta_star if beta_star is None else beta_star
         K = lam.shape[0]
         elog = np.empty((mb.U, K))
-        sstats = np.zeros((mb.U, K))
+        # accumulated into, except on threads with varphi kept (then summed afresh: no zeroing)
+        sstats = np.empty((mb.U, K)) if keep_phi and self.threads > 1 else np.zeros((mb.U, K))
         phi = np.empty((len(mb.wid) if keep_phi else 0, K))  # e_step writes every row it keeps
         doc_elbo = np.zeros(mb.S)
         doc_iters = np.zeros(mb.S, dtype=np.int64)

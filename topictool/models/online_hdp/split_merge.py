@@ -236,13 +236,16 @@ class MoveState:
         return out
 
     def _topic_terms(self, rows):
-        out = np.empty(rows.shape[0])
-        kern.topic_terms(np.ascontiguousarray(rows), self.eta, out, np.empty(rows.shape[0]))
+        """T_k of a move's one or two new rows (each row its own: a split's two on two threads)."""
+        rows, n = np.ascontiguousarray(rows), rows.shape[0]
+        out, elog_sum = np.empty(n), np.empty(n)
+        by_ranges(self.workers, n, lambda lo, hi: kern.topic_terms_range(rows, self.eta, out, elog_sum, lo, hi))
         return out
 
     def _elog_rows(self, rows):
-        out = np.empty((self.mb.U, rows.shape[0]))
-        kern.expected_log_topics(np.ascontiguousarray(rows), self.mb.words, out)
+        rows, n = np.ascontiguousarray(rows), rows.shape[0]
+        out = np.empty((self.mb.U, n))
+        by_ranges(self.workers, n, lambda lo, hi: kern.expected_log_topics_range(rows, self.mb.words, out, lo, hi))
         return out
 
     def full_bound(self):
@@ -395,10 +398,11 @@ class MoveState:
         return digamma(vals) - digamma(total)
 
     def _doc_sums(self, phi_col):
-        """sum_w n_jw phi_jw per document (S,)."""
-        tok = self.mb.cnt * phi_col
-        c = np.concatenate([[0.0], np.cumsum(tok)])
-        return c[self.mb.ptr[1:]] - c[self.mb.ptr[:-1]]
+        """sum_w n_jw phi_jw per document (S,), as differences of the running sum over the
+        minibatch's entries (kernels.doc_sums_of_column)."""
+        out = np.empty(self.mb.S)
+        kern.doc_sums_of_column(self.mb.ptr, self.mb.cnt, phi_col, out)
+        return out
 
     # -- merge ----------------------------------------------------------------------
 
