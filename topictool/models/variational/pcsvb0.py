@@ -332,7 +332,8 @@ def _non_empty(len_counts):
 # threads (module docstring, "Threads")
 
 # Word by word on T threads: documents per thread per round.
-ROUND_DOCS = 64
+import os
+ROUND_DOCS = int(os.environ.get("TT_ROUND", "64"))
 
 
 # ``_document`` word by word on a thread's view of n_kw: the thread sees
