@@ -63,7 +63,7 @@ Threads (``--threads T``):
   independent given them: thread t takes a run of its documents (about equal tokens) into its own
   statistics (and E_k, alpha sums); they are summed in thread order before (B3)-(B6). The same
   algorithm as on one thread; only the summation order differs.
-- word by word (``minibatch = 0``), in rounds of ROUND_DOCS documents per thread: thread t runs its
+- word by word (``minibatch = 0``), in rounds of about ROUND_TOKENS tokens per thread: thread t runs its
   run of the round's documents token by token on its own view of n_kw, n_k: the round's table
   decayed by its own (B3) steps plus its own additions (``_document_view``), with its step counter
   t_c starting after the tokens of the threads before it, and the sticks of the round's start.
@@ -71,7 +71,7 @@ Threads (``--threads T``):
   t = 0..T-1, c_t the product of thread t's decays, a_t its additions: exactly the sequence of
   (B3) updates of the round's documents in order, except that each thread did not see the others'
   updates of the round), and (B4)-(B6) take each document's step in order with its E_k. The
-  staleness is bounded by a round (T x ROUND_DOCS documents). A pass is one kernel call per thread
+  staleness is bounded by a round (T x ROUND_TOKENS tokens). A pass is one kernel call per thread
   (``_round_thread``), the threads waiting on a POSIX barrier inside it three times a round;
   where the C library has no barriers, a Workers.run per round and per merge from Python.
 
@@ -331,9 +331,13 @@ def _non_empty(len_counts):
 # ----------------------------------------------------------------------------
 # threads (module docstring, "Threads")
 
-# Word by word on T threads: documents per thread per round.
-import os
-ROUND_DOCS = int(os.environ.get("TT_ROUND", "64"))
+# Word by word on T threads: tokens per thread per round. Every round ends in a merge of the threads'
+# touched rows and the sticks' steps, so short rounds cost (rounds of 64 documents a thread: 1.60x at
+# 2 threads on the movie reviews, 1.2x on the Wikipedia sample's short documents), and long ones see
+# the others' updates late. Six seeds at K = 50 (docs/models/variational.md): 2^16 tokens left 2
+# threads 1.0 % and 1.2 % below one thread's perplexity on the movie reviews and the Wikipedia
+# sample, 2^18 0.9 % and 3.7 % above, 2^17 within 0.2 % on both.
+ROUND_TOKENS = 1 << 17
 
 
 # ``_document`` word by word on a thread's view of n_kw: the thread sees
@@ -674,7 +678,7 @@ class HdpPcsvb0(CollapsedHdpModel):
             )  # fmt: skip
 
     def _round_threads(self, order, hyper):
-        """Word by word on T threads, in rounds of ROUND_DOCS documents per thread: each thread runs
+        """Word by word on T threads, in rounds of about ROUND_TOKENS tokens per thread: each thread runs
         its documents on its own view of n_kw (the round's table, its own decays and additions),
         with the sticks of the round's start; then the views are composed into n_kw in thread
         order, and the sticks take each document's step in order."""
@@ -682,12 +686,14 @@ class HdpPcsvb0(CollapsedHdpModel):
         dwk, dk, mark, touched, n_touched = self._tables
         s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa = self._steps()
         beta, N, alpha_corpus = float(o["beta"]), float(self.N), o["alpha_update"] == "corpus"
-        size = ROUND_DOCS * T
-        E_docs, api = np.zeros((size, K)), np.empty(K)
-        # round i: documents order[lo[i]:lo[i + 1]]; thread t's run order[cuts[i, t]:cuts[i, t + 1]] (about
-        # equal tokens), its (B3) steps after those of the threads before it: its t_c starts tc_off[i, t]
-        # tokens into the round (tc_off[i, T]: the round's tokens)
-        lo = np.array([*range(0, self.D, size), self.D], dtype=np.int64)
+        # round i: documents order[lo[i]:lo[i + 1]] (rounds of about equal tokens, ROUND_TOKENS a
+        # thread); thread t's run order[cuts[i, t]:cuts[i, t + 1]] (about equal tokens), its (B3) steps
+        # after those of the threads before it: its t_c starts tc_off[i, t] tokens into the round
+        # (tc_off[i, T]: the round's tokens)
+        in_order = np.zeros(self.D + 1, dtype=np.int64)
+        np.cumsum(self.doc_len[order], out=in_order[1:])
+        lo = token_blocks(in_order, max(1, -(-int(in_order[-1]) // (ROUND_TOKENS * T))))
+        E_docs, api = np.zeros((int(np.diff(lo).max(initial=0)), K)), np.empty(K)
         cuts, tc_off = np.empty((len(lo) - 1, T + 1), dtype=np.int64), np.empty((len(lo) - 1, T + 1), np.int64)
         for i in range(len(lo) - 1):
             ptr = np.zeros(lo[i + 1] - lo[i] + 1, dtype=np.int64)
