@@ -657,3 +657,16 @@ def test_comparison_config_runs_are_self_contained(tmp_path):
         cls = registry.get(top["model"])
         resolved = cls.resolve_options(dict(options, K=top["K"]))
         assert resolved["beta"] == 0.01
+
+
+def test_order_by_size_is_a_stable_sort_by_decreasing_size():
+    """The sticks' order: topics by decreasing size, ties in their current order (what a stable
+    argsort of -size gives), from any starting order."""
+    rng = np.random.default_rng(1)
+    for trial in range(300):
+        K = int(rng.integers(1, 30))
+        size = rng.integers(0, 4, K).astype(float) if trial % 2 else rng.random(K)
+        order = rng.permutation(K)
+        want = order[np.argsort(-size[order], kind="stable")]
+        sticks.order_by_size(size, order)
+        assert np.array_equal(order, want)
