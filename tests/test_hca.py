@@ -586,6 +586,13 @@ def test_grouped_hyperparameter_densities_match_the_node_by_node_sums():
     for a in (0.0, 0.61):
         want = hp.sum_log_pochhammer(b[group], a, T)
         assert hp.grouped_log_pochhammer(b, a, t_ptr, t_val, t_freq) == pytest.approx(want, rel=1e-12)
+    # the topic-word counts' histogram for the Dirichlet's beta: np.unique of the positive counts
+    counts = np.concatenate([rng.geometric(0.05, 3000), np.zeros(502, int), rng.integers(4000, 5000, 40)])
+    rng.shuffle(counts)
+    counts = counts.astype(np.int32).reshape(-1, 7)
+    values, freq = hp.positive_value_histogram(counts.reshape(-1))
+    want_values, want_freq = np.unique(counts[counts > 0], return_counts=True)
+    assert np.array_equal(values, want_values) and np.array_equal(freq, want_freq)
 
 
 # ----------------------------------------------------------------------------

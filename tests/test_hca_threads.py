@@ -53,6 +53,21 @@ def test_same_seed_and_threads_give_the_same_model(corpora, cls, burst):
     assert not np.array_equal(one.z, runs[0].z)
 
 
+def test_burst_statistics_on_threads_are_the_serial_ones(corpora):
+    """The burst nodes and pairs gathered by blocks of documents on 2 or 3 threads, joined in
+    order, are the arrays one thread gathers (the hyper-parameter samplers read them)."""
+    train, _ = corpora
+    m = HdpGibbs(train, {"K": 15, "burst": True}, 5)
+    for _ in range(3):
+        m.step()
+    one = m._burst_stats()
+    assert len(one[0]) > 0 and len(one[3]) > 0
+    for T in (2, 3):
+        m.threads = T
+        for a, b in zip(one, m._burst_stats(), strict=True):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
 @pytest.mark.parametrize("cls,burst", CASES, ids=IDS)
 def test_invariants_hold_after_every_threaded_sweep(corpora, cls, burst):
     """check_invariants after every sweep: n_kw, n_k, T_k, TW_k, TwT against the assignments

@@ -59,19 +59,21 @@ def max_in_document_count(corpus):
     return int(corpus.counts.max()) if corpus.nnz else 1
 
 
-# Per document, from (z, r): every (k, N_dk, S_dk) with N_dk > 0 and every multi-word
-# (k, n_wk, s_wk) with n_wk > 0. Output arrays sized by the token count; returns the counts used.
+# Per document d0..d1-1, from (z, r): every (k, N_dk, S_dk) with N_dk > 0 and every multi-word
+# (k, n_wk, s_wk) with n_wk > 0, in document order. i0: the first token of document d0. Output
+# arrays sized by the documents' tokens; returns the counts used.
 @numba.njit(cache=True, nogil=True)
-def burst_statistics(doc_ptr, counts, z, r, K, n_slots, topic_k, topic_N, topic_S, pair_k, pair_n, pair_s):
-    D = doc_ptr.shape[0] - 1
+def burst_statistics(
+    doc_ptr, counts, z, r, K, n_slots, topic_k, topic_N, topic_S, pair_k, pair_n, pair_s, d0, d1, i0
+):  # fmt: skip
     N_k = np.zeros(K, dtype=np.int64)
     S_k = np.zeros(K, dtype=np.int64)
     nw = np.zeros((max(n_slots, 1), K), dtype=np.int64)
     sw = np.zeros((max(n_slots, 1), K), dtype=np.int64)
     n_topic = 0
     n_pair = 0
-    i = 0
-    for d in range(D):
+    i = i0
+    for d in range(d0, d1):
         doc_first = i
         slot = 0
         for e in range(doc_ptr[d], doc_ptr[d + 1]):

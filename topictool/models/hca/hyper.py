@@ -160,6 +160,41 @@ def _histograms(group, values, G):
 
 
 @numba.njit(cache=True, nogil=True)
+def positive_value_histogram(a, dense=4096):
+    """The distinct positive values of the integer array a in increasing order and how many times
+    each occurs, as float64 arrays (np.unique(a[a > 0], return_counts=True), without sorting the
+    W x K counts): values below ``dense`` counted in a table, the few larger ones sorted."""
+    table = np.zeros(dense, dtype=np.int64)
+    large = 0
+    for x in a:
+        if 0 < x < dense:
+            table[x] += 1
+        elif x >= dense:
+            large += 1
+    rest = np.empty(large, dtype=np.int64)
+    j = 0
+    for x in a:
+        if x >= dense:
+            rest[j] = x
+            j += 1
+    rest.sort()
+    values = np.empty(dense + large, dtype=np.float64)
+    freq = np.empty(dense + large, dtype=np.float64)
+    m = 0
+    for v in range(1, dense):
+        if table[v]:
+            values[m], freq[m] = v, table[v]
+            m += 1
+    for i in range(large):
+        if i > 0 and rest[i] == rest[i - 1]:
+            freq[m - 1] += 1.0
+        else:
+            values[m], freq[m] = rest[i], 1.0
+            m += 1
+    return values[:m], freq[:m]
+
+
+@numba.njit(cache=True, nogil=True)
 def _grouped_log_pochhammer(b, a, val, freq, lo, hi):
     """sum_i freq[i] log (b|a)_{val[i]} over i in [lo, hi) (sum_log_pochhammer on a
     histogram); log (b|a)_1 = log b exactly."""
@@ -240,10 +275,7 @@ def sample_root_discount(a0, b0, counts, rng):
 
 
 def sample_dirichlet_beta(beta, n_kw, n_k, rng):
-    nz = n_kw[n_kw > 0]
-    values, freq = np.unique(nz, return_counts=True)
-    values = values.astype(np.float64)
-    freq = freq.astype(np.float64)
+    values, freq = positive_value_histogram(np.ascontiguousarray(n_kw).reshape(-1))
     W = n_kw.shape[0]
     n_k = np.asarray(n_k, dtype=np.float64)
     return slice_sample(

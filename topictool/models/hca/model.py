@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from ...corpus.corpus import token_blocks
 from ...errors import InputError
 from ...kernels.special import log_pochhammer, log_rising
 from ...kernels.stirling import StirlingTable, sorted_pairs
@@ -486,28 +487,27 @@ class HcaGibbs(Model):
         return done
 
     def _burst_stats(self):
-        n = self.N
-        topic_k = np.empty(n, dtype=np.int64)
-        topic_N = np.empty(n, dtype=np.int64)
-        topic_S = np.empty(n, dtype=np.int64)
-        pair_k = np.empty(n, dtype=np.int64)
-        pair_n = np.empty(n, dtype=np.int64)
-        pair_s = np.empty(n, dtype=np.int64)
-        nt, npair = burst_statistics(
-            self.doc_ptr,
-            self.counts,
-            self.z,
-            self.r,
-            self.K,
-            self.n_slots,
-            topic_k,
-            topic_N,
-            topic_S,
-            pair_k,
-            pair_n,
-            pair_s,
-        )
-        return (topic_k[:nt], topic_N[:nt], topic_S[:nt], pair_k[:npair], pair_n[:npair], pair_s[:npair])
+        """The burst nodes and multi-word pairs of every document (burst.burst_statistics), in
+        document order: (topic_k, topic_N, topic_S, pair_k, pair_n, pair_s). On T threads each
+        takes a block of documents (about equal tokens) and the blocks are joined in order: the
+        same arrays."""
+        T = self.threads
+        docs = token_blocks(self.token_ptr, T)
+        parts = [None] * T
+
+        def part(t):
+            d0, d1 = docs[t], docs[t + 1]
+            i0, n = self.token_ptr[d0], self.token_ptr[d1] - self.token_ptr[d0]
+            out = [np.empty(n, dtype=np.int64) for _ in range(6)]
+            nt, npair = burst_statistics(
+                self.doc_ptr, self.counts, self.z, self.r, self.K, self.n_slots, *out, d0, d1, i0
+            )  # fmt: skip
+            parts[t] = [a[:nt] for a in out[:3]] + [a[:npair] for a in out[3:]]
+
+        self.workers.run(part)
+        if T == 1:
+            return tuple(parts[0])
+        return tuple(np.concatenate([p[j] for p in parts]) for j in range(6))
 
     def hyperparameters(self, summary=False):
         out = {name: float(self.hyper[idx]) for name, idx in HYPER_INDEX.items() if name in self.opts}
