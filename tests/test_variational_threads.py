@@ -220,20 +220,25 @@ def test_pcvb0_table_counts_are_those_of_the_stored_q(small, threads, clumping):
         np.testing.assert_allclose(m.u - 1.0, E, rtol=1e-9, atol=1e-9)
 
 
-def test_svi_scratch_is_sized_by_the_largest_minibatch_vocabulary(small):
-    """The threaded pass's scratch is T x U x K with U the most distinct words of a minibatch, not W."""
-    from topictool.models.variational.svi import _most_words
-
+def test_svi_pass_words_and_scratch(small):
+    """The threaded pass lists every minibatch's distinct words before it starts, on the threads (1,
+    2, 3: the same lists, each in first-seen order, the marks left at -1), and sizes its scratch
+    T x U x K with U the most distinct words of a minibatch, not W."""
     order = np.random.default_rng(0).permutation(small.D).astype(np.int64)
     lo = np.array([*range(0, small.D, 7), small.D], dtype=np.int64)
-    mark = np.full(small.W, -1, dtype=np.int64)
-    expected = max(
-        len(np.unique(np.concatenate([small.word_ids[small.doc_ptr[d] : small.doc_ptr[d + 1]] for d in order[a:b]])))
-        for a, b in zip(lo[:-1], lo[1:], strict=True)
-    )
-    assert _most_words(small.doc_ptr, small.word_ids, order, lo, mark) == expected < small.W
-    assert np.all(mark == -1)
+    expected = []
+    for a, b in zip(lo[:-1], lo[1:], strict=True):
+        ids = np.concatenate([small.word_ids[small.doc_ptr[d] : small.doc_ptr[d + 1]] for d in order[a:b]])
+        expected.append(ids[np.sort(np.unique(ids, return_index=True)[1])])  # first-seen order
+    for T in (1, 2, 3):
+        m = build(LdaSvi, small, T, K=5, minibatch=7)
+        words, ptr = m._pass_words(order, lo)
+        assert len(ptr) == len(lo)
+        for b, want in enumerate(expected):
+            assert np.array_equal(words[ptr[b] : ptr[b + 1]], want)
+        assert np.all(m._mark == -1)
     if BARRIERS:
         m = build(LdaSvi, small, 2, K=5, minibatch=7)
         m.step()
-        assert m._scratch[3].shape[:2] == (2, m._scratch[2].shape[0]) and m._scratch[2].shape[0] < small.W
+        U = max(len(w) for w in expected)
+        assert m._scratch[1].shape[:2] == (2, m._scratch[0].shape[0]) and U <= m._scratch[0].shape[0] < small.W

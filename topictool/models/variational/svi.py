@@ -302,45 +302,49 @@ def _add_totals(lam_k, sstats, f, n):
             lam_k[k] += f * sstats[j, k]
 
 
-# The most distinct words of any minibatch order[lo[b]:lo[b + 1]]; mark (W) is -1 on entry and exit.
+# The distinct words of each minibatch b0..b1-1 (documents order[lo[b]:lo[b + 1]]), each in
+# _local_words's first-seen order, one after the other into words (from position 0), and where each
+# minibatch's list ends: ends[b - b0] (exclusive). mark (W) is -1 on entry and exit. Returns the
+# positions used.
 @numba.njit(cache=True, nogil=True)
-def _most_words(doc_ptr, word_ids, order, lo, mark):
-    most = 0
-    for b in range(lo.shape[0] - 1):
-        words, _ = _local_words(doc_ptr, word_ids, order[lo[b] : lo[b + 1]], mark)
-        most = max(most, words.shape[0])
-        for j in range(words.shape[0]):
-            mark[words[j]] = -1
-    return most
+def _minibatch_words(doc_ptr, word_ids, order, lo, b0, b1, mark, words, ends):
+    used = 0
+    for b in range(b0, b1):
+        mine, _ = _local_words(doc_ptr, word_ids, order[lo[b] : lo[b + 1]], mark)
+        for j in range(mine.shape[0]):
+            words[used + j] = mine[j]
+            mark[mine[j]] = -1
+        used += mine.shape[0]
+        ends[b - b0] = used
+    return used
 
 
 # Thread tid's part of a whole pass on T threads (module docstring, "Threads"), waiting for the others
-# on a POSIX barrier inside the kernel. Per minibatch b (documents order[lo[b]:lo[b + 1]]): thread 0
-# lists its words (mark, words); each thread exp{E[log beta]} of a range of them; each thread the
-# local step of its run order[cuts[b, tid]:cuts[b, tid + 1]] into sstats[tid] (cold starts from
-# stream tid); each thread the sum over threads and lambda's rows of its range of words; thread 0
-# lambda's totals (in word order, as _global_step) and the marks. The same sums as ``LdaSvi._local``
-# with _global_step, to the bit. Scratch: sstats (T, U, K), total (U, K), eb (U, K) with U the most
-# words of a minibatch, and words (W); iters (T) gets each thread's local iterations. Returns
+# on a POSIX barrier inside the kernel. Per minibatch b (documents order[lo[b]:lo[b + 1]]), whose
+# words are all_words[word_ptr[b]:word_ptr[b + 1]] (listed before the pass, ``LdaSvi._pass_words``):
+# each thread marks a range of them with their local index and computes their exp{E[log beta]};
+# each thread the local step of its run order[cuts[b, tid]:cuts[b, tid + 1]] into sstats[tid] (cold
+# starts from stream tid); each thread the sum over threads, lambda's rows and the marks' reset of
+# its range of words; thread 0 lambda's totals (in word order, as _global_step). The same sums as
+# ``LdaSvi._local`` with _global_step, to the bit. Scratch: sstats (T, U, K), total (U, K), eb (U, K)
+# with U the most words of a minibatch; iters (T) gets each thread's local iterations. Returns
 # (scale, t).
 @numba.njit(cache=True, nogil=True)
 def _svi_pass_thread(
     tid, doc_ptr, word_ids, counts, order, lo, cuts, lam_wk, lam_k, scale, gamma_dk, warm, alpha, beta, max_iters,
-    tol, rng, mark, words, n_words, eb, sstats, total, iters, D_total, tau, kappa, t, barrier,
+    tol, rng, mark, all_words, word_ptr, eb, sstats, total, iters, D_total, tau, kappa, t, barrier,
 ):  # fmt: skip
     T = sstats.shape[0]
     W = lam_wk.shape[0]
     address = barrier.ctypes.data
     v0, v1 = W * tid // T, W * (tid + 1) // T  # this thread's rows of lambda when the scale folds
     for b in range(lo.shape[0] - 1):
-        if tid == 0:
-            mine, _ = _local_words(doc_ptr, word_ids, order[lo[b] : lo[b + 1]], mark)
-            n_words[0] = mine.shape[0]
-            words[: mine.shape[0]] = mine
-        barrier_wait(address)
-        n = n_words[0]
+        words = all_words[word_ptr[b] : word_ptr[b + 1]]
+        n = words.shape[0]
         j0, j1 = n * tid // T, n * (tid + 1) // T  # threads.split(n, T)
-        _expected_log_beta(words[:n], lam_wk, lam_k, scale, beta, eb, j0, j1)
+        for j in range(j0, j1):
+            mark[words[j]] = j
+        _expected_log_beta(words, lam_wk, lam_k, scale, beta, eb, j0, j1)
         sstats[tid, :n] = 0.0
         barrier_wait(address)
         docs = order[cuts[b, tid] : cuts[b, tid + 1]]
@@ -359,11 +363,12 @@ def _svi_pass_thread(
             barrier_wait(address)
         f = rho * D_total / (lo[b + 1] - lo[b]) / scale
         _add_rows(lam_wk, words, total, f, j0, j1)
+        for j in range(j0, j1):
+            mark[words[j]] = -1
         barrier_wait(address)
         if tid == 0:
             _add_totals(lam_k, total, f, n)
-            for j in range(n):
-                mark[words[j]] = -1
+        barrier_wait(address)  # lambda's totals, which the next minibatch's exp{E[log beta]} reads
         t += 1
     return scale, t
 
@@ -491,21 +496,20 @@ class LdaSvi(VariationalModel):
     def _pass_in_kernel(self, order, warm, alpha, beta, tau, kappa):
         """The pass on T threads as one kernel call each (``_svi_pass_thread``); returns the local
         iterations done."""
-        o, T, W, K = self.opts, self.threads, self.W, self.K
+        o, T, K = self.opts, self.threads, self.K
         if self._barrier is None:
             self._barrier = Barrier(T)
         lo = np.array([*range(0, self.D, o["minibatch"]), self.D], dtype=np.int64)
+        all_words, word_ptr = self._pass_words(order, lo)
         # scratch for the pass's largest minibatch vocabulary U (not W: the threads' statistics are
-        # T x U x K): its words, their exp{E[log beta]}, the threads' and the summed statistics
-        U = _most_words(self.doc_ptr, self.word_ids, order, lo, self._mark)
-        if self._scratch is None or self._scratch[2].shape[0] < U:
-            self._scratch = (
-                np.empty(W, dtype=np.int64), np.zeros(1, dtype=np.int64), np.empty((U, K), dtype=np.float32),
-                np.empty((T, U, K)), np.empty((U, K)),
-            )  # fmt: skip
+        # T x U x K): their exp{E[log beta]}, the threads' and the summed statistics
+        U = int(np.diff(word_ptr).max(initial=0))
+        if self._scratch is None or self._scratch[0].shape[0] < U:
+            self._scratch = (np.empty((U, K), dtype=np.float32), np.empty((T, U, K)), np.empty((U, K)))
         cuts = self._minibatch_cuts(order, o["minibatch"])
         iters, out = np.zeros(T, dtype=np.int64), [None] * T
-        args = (o["local_iterations"], float(o["local_tol"]), self.rng, self._mark, *self._scratch, iters)
+        args = (o["local_iterations"], float(o["local_tol"]), self.rng, self._mark, all_words, word_ptr)
+        args += (*self._scratch, iters)
 
         def thread(t):
             out[t] = _svi_pass_thread(
@@ -516,6 +520,32 @@ class LdaSvi(VariationalModel):
         self.workers.run(thread)
         self.scale, self.t = out[0]
         return int(iters.sum())
+
+    def _pass_words(self, order, lo):
+        """The distinct words of every minibatch of the pass (documents order[lo[b]:lo[b + 1]]), each
+        in first-seen order, as (words, ptr): minibatch b's are words[ptr[b]:ptr[b + 1]]. Listed
+        before the pass, on the threads (each a run of minibatches, with a mark array of its own),
+        so that no thread waits while one lists a minibatch's words."""
+        B, T, W = len(lo) - 1, self.threads, self.W
+        runs = split(B, T)
+        marks = [self._mark] + [np.full(W, -1, dtype=np.int64) for _ in range(1, T)]
+        parts = [None] * T
+
+        def part(t):
+            b0, b1 = runs[t], runs[t + 1]
+            entries = int(self.doc_ptr[order[lo[b0] : lo[b1]] + 1].sum() - self.doc_ptr[order[lo[b0] : lo[b1]]].sum())
+            words, ends = np.empty(entries, dtype=np.int64), np.empty(b1 - b0, dtype=np.int64)
+            used = _minibatch_words(self.doc_ptr, self.word_ids, order, lo, b0, b1, marks[t], words, ends)
+            parts[t] = (words[:used], ends)
+
+        self.workers.run(part)
+        ptr = np.zeros(B + 1, dtype=np.int64)
+        at = 0
+        for t in range(T):
+            words, ends = parts[t]
+            ptr[runs[t] + 1 : runs[t + 1] + 1] = at + ends
+            at += len(words)
+        return np.concatenate([p[0] for p in parts]), ptr
 
     def _local(self, docs, warm, alpha, beta):
         """(L1)-(L2) for the minibatch's documents ``docs``: (words, sstats, local iterations). With T
