@@ -12,6 +12,13 @@ corpus's test part, every:5 held out, each model's own fold-in method) with thei
     python scripts/bench/thread_pairs.py /tmp/mv --K 50 --threads 2 --json pairs.json
     python scripts/bench/thread_pairs.py /tmp/mv --models lda-svi,hdp-pcvb0 --steps 30
 
+One comparison says little on a shared VM: when the host takes one of the two cores for a while,
+the T-thread model loses far more than the one-thread model (docs/benchmarks.md: sixteen runs of
+the same code gave one model 1.17x to 1.86x). --repeat N runs the whole list N times, model after
+model each time, and ends with each model's median speed-up over the runs and their range:
+
+    python scripts/bench/thread_pairs.py /tmp/mv --K 50 --threads 2 --repeat 6 --json pairs.json
+
 Separate processes per configuration (scaling.py) are the way to compare peak memory; this script
 is the way to compare speed on a machine whose speed changes between runs.
 """
@@ -94,6 +101,7 @@ def main():
         help="steps of one model before the other's turn (default 1); a turn's first step runs on caches "
         "the other model has just filled, so longer blocks measure a run's steady state",
     )
+    p.add_argument("--repeat", type=int, default=1, help="run the whole list this many times (default 1)")
     p.add_argument("--json", help="write the results here")
     a = p.parse_args()
     corpus, test = load(a.corpus), load(a.corpus, "test")
@@ -101,24 +109,59 @@ def main():
     shortest = min((a.steps or m[3] for m in chosen), default=0)
     if a.block < 1 or shortest // a.block < 2:
         p.error(f"--block {a.block}: must be at least 1 and leave every model two samples ({shortest} steps)")
-    rows = []
+    if a.repeat < 1:
+        p.error(f"--repeat {a.repeat}: must be at least 1")
+    runs = []
     head = f"{'speed-up':>9} {'quartiles':>13} {'CPU s/step 1 / T':>18} {'perplexity 1 / T':>20} {'ratio':>7}"
-    print(f"{'model':<26} {head}")
-    for name, options, warmup, steps in chosen:
-        r = pair(name, options, warmup, a.steps or steps, corpus, test, a.K, a.threads, a.seed, a.block)
-        rows.append(r)
-        label = name + "".join(f" {k}={v}" for k, v in options.items())
-        q = r["speedup_quartiles"]
-        cpu, pp = r["cpu_per_step"], r["perplexity"]
-        print(
-            f"{label:<26} {r['speedup']:>8.2f}x {q[0]:>6.2f}-{q[2]:<6.2f}"
-            f" {cpu['1']:>8.3f} / {cpu[str(a.threads)]:<7.3f}"
-            f" {pp['1']:>9,.1f} / {pp[str(a.threads)]:<9,.1f} {r['perplexity_ratio'] - 1:>+6.2%}",
-            flush=True,
-        )
+    for run in range(a.repeat):
+        if a.repeat > 1:
+            print(f"run {run + 1} of {a.repeat}")
+        print(f"{'model':<26} {head}")
+        rows = []
+        for name, options, warmup, steps in chosen:
+            r = pair(name, options, warmup, a.steps or steps, corpus, test, a.K, a.threads, a.seed, a.block)
+            rows.append(r)
+            q = r["speedup_quartiles"]
+            cpu, pp = r["cpu_per_step"], r["perplexity"]
+            print(
+                f"{label_of(r):<26} {r['speedup']:>8.2f}x {q[0]:>6.2f}-{q[2]:<6.2f}"
+                f" {cpu['1']:>8.3f} / {cpu[str(a.threads)]:<7.3f}"
+                f" {pp['1']:>9,.1f} / {pp[str(a.threads)]:<9,.1f} {r['perplexity_ratio'] - 1:>+6.2%}",
+                flush=True,
+            )
+        runs.append(rows)
+    summary = [summarise([rows[j] for rows in runs], a.threads) for j in range(len(chosen))]
+    if a.repeat > 1:
+        print(f"\nover the {a.repeat} runs: {'median':>8} {'lowest-highest':>15} {'CPU s/step 1 / T (medians)':>27}")
+        for r in summary:
+            low, high = r["speedup_range"]
+            cpu = r["cpu_per_step"]
+            print(
+                f"{label_of(r):<26} {r['speedup']:>8.2f}x {low:>7.2f}-{high:<7.2f}"
+                f" {cpu['1']:>10.3f} / {cpu[str(a.threads)]:<7.3f}"
+            )
     if a.json:
+        out = {"corpus": a.corpus, "K": a.K, "seed": a.seed, "block": a.block, "repeat": a.repeat}
         with open(a.json, "w") as f:
-            json.dump({"corpus": a.corpus, "K": a.K, "seed": a.seed, "block": a.block, "rows": rows}, f, indent=1)
+            json.dump({**out, "rows": summary, "runs": runs}, f, indent=1)
+
+
+def label_of(r):
+    return r["model"] + "".join(f" {k}={v}" for k, v in r["options"].items())
+
+
+def summarise(rows, threads):
+    """One model's runs: the median of their speed-ups and its range, the medians of the CPU
+    seconds per step; the perplexities are each run's (the same seed and threads: the same model)."""
+    speedups = [r["speedup"] for r in rows]
+    cpu = {str(T): statistics.median(r["cpu_per_step"][str(T)] for r in rows) for T in (1, threads)}
+    return {
+        **{k: rows[0][k] for k in ("model", "options", "threads", "steps", "block", "perplexity", "perplexity_ratio")},
+        "speedup": statistics.median(speedups),
+        "speedup_range": [min(speedups), max(speedups)],
+        "speedups": speedups,
+        "cpu_per_step": cpu,
+    }
 
 
 if __name__ == "__main__":
