@@ -238,6 +238,21 @@ def test_svi_pass_words_and_scratch(small):
             assert np.array_equal(words[ptr[b] : ptr[b + 1]], want)
         assert np.all(m._mark == -1)
     if BARRIERS:
+        # a pass in segments of 5 minibatches (one kernel call each) is the pass in one
+        from topictool.models.variational import svi
+
+        whole, parts, rounds = (build(LdaSvi, small, 2, K=5, minibatch=7) for _ in range(3))
+        rounds._python_rounds = True
+        for _ in range(2):
+            whole.step()
+            rounds.step()
+            old, svi.PASS_SEGMENT = svi.PASS_SEGMENT, 5
+            try:
+                parts.step()
+            finally:
+                svi.PASS_SEGMENT = old
+        same_state(whole, parts)
+        same_state(whole, rounds)
         m = build(LdaSvi, small, 2, K=5, minibatch=7)
         m.step()
         U = max(len(w) for w in expected)

@@ -71,7 +71,8 @@ Threads (``--threads T``):
   t = 0..T-1, c_t the product of thread t's decays, a_t its additions: exactly the sequence of
   (B3) updates of the round's documents in order, except that each thread did not see the others'
   updates of the round), and (B4)-(B6) take each document's step in order with its E_k. The
-  staleness is bounded by a round (T x ROUND_TOKENS tokens). A pass is one kernel call per thread
+  staleness is a round: about T x ROUND_TOKENS tokens (rounds end at a document's end, so one long
+  document makes its round longer). A pass is one kernel call per thread
   (``_round_thread``), the threads waiting on a POSIX barrier inside it three times a round;
   where the C library has no barriers, a Workers.run per round and per merge from Python.
 
@@ -694,6 +695,7 @@ class HdpPcsvb0(CollapsedHdpModel):
         in_order = np.zeros(self.D + 1, dtype=np.int64)
         np.cumsum(self.doc_len[order], out=in_order[1:])
         lo = token_blocks(in_order, max(1, -(-int(in_order[-1]) // (ROUND_TOKENS * T))))
+        # E_dk of a round's documents: at most D x K (a corpus that fits in one round), n_dk's size
         E_docs, api = np.zeros((int(np.diff(lo).max(initial=0)), K)), np.empty(K)
         cuts, tc_off = np.empty((len(lo) - 1, T + 1), dtype=np.int64), np.empty((len(lo) - 1, T + 1), np.int64)
         for i in range(len(lo) - 1):

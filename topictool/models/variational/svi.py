@@ -302,26 +302,9 @@ def _add_totals(lam_k, sstats, f, n):
             lam_k[k] += f * sstats[j, k]
 
 
-# The distinct words of each minibatch b0..b1-1 (documents order[lo[b]:lo[b + 1]]), each in
-# _local_words's first-seen order, one after the other into words (from position 0), and where each
-# minibatch's list ends: ends[b - b0] (exclusive). mark (W) is -1 on entry and exit. Returns the
-# positions used.
-@numba.njit(cache=True, nogil=True)
-def _minibatch_words(doc_ptr, word_ids, order, lo, b0, b1, mark, words, ends):
-    used = 0
-    for b in range(b0, b1):
-        mine, _ = _local_words(doc_ptr, word_ids, order[lo[b] : lo[b + 1]], mark)
-        for j in range(mine.shape[0]):
-            words[used + j] = mine[j]
-            mark[mine[j]] = -1
-        used += mine.shape[0]
-        ends[b - b0] = used
-    return used
-
-
 # Thread tid's part of a whole pass on T threads (module docstring, "Threads"), waiting for the others
 # on a POSIX barrier inside the kernel. Per minibatch b (documents order[lo[b]:lo[b + 1]]), whose
-# words are all_words[word_ptr[b]:word_ptr[b + 1]] (listed before the pass, ``LdaSvi._pass_words``):
+# words are all_words[word_ptr[b]:word_ptr[b + 1]] (listed before the call, ``LdaSvi._pass_words``):
 # each thread marks a range of them with their local index and computes their exp{E[log beta]};
 # each thread the local step of its run order[cuts[b, tid]:cuts[b, tid + 1]] into sstats[tid] (cold
 # starts from stream tid); each thread the sum over threads, lambda's rows and the marks' reset of
@@ -371,6 +354,10 @@ def _svi_pass_thread(
         barrier_wait(address)  # lambda's totals, which the next minibatch's exp{E[log beta]} reads
         t += 1
     return scale, t
+
+
+# The threaded pass's segments: minibatches whose word lists are made at once (``_pass_in_kernel``).
+PASS_SEGMENT = 64
 
 
 # ----------------------------------------------------------------------------
@@ -494,58 +481,57 @@ class LdaSvi(VariationalModel):
     _scratch = None  # the threaded pass's scratch arrays (``_pass_in_kernel``)
 
     def _pass_in_kernel(self, order, warm, alpha, beta, tau, kappa):
-        """The pass on T threads as one kernel call each (``_svi_pass_thread``); returns the local
-        iterations done."""
+        """The pass on T threads as one kernel call each (``_svi_pass_thread``) per segment of
+        PASS_SEGMENT minibatches, whose word lists are made before it (``_pass_words``: their size
+        is the segment's, not the corpus's); returns the local iterations done."""
         o, T, K = self.opts, self.threads, self.K
         if self._barrier is None:
             self._barrier = Barrier(T)
-        lo = np.array([*range(0, self.D, o["minibatch"]), self.D], dtype=np.int64)
-        all_words, word_ptr = self._pass_words(order, lo)
-        # scratch for the pass's largest minibatch vocabulary U (not W: the threads' statistics are
-        # T x U x K): their exp{E[log beta]}, the threads' and the summed statistics
-        U = int(np.diff(word_ptr).max(initial=0))
-        if self._scratch is None or self._scratch[0].shape[0] < U:
-            self._scratch = (np.empty((U, K), dtype=np.float32), np.empty((T, U, K)), np.empty((U, K)))
-        cuts = self._minibatch_cuts(order, o["minibatch"])
+        lo_all = np.array([*range(0, self.D, o["minibatch"]), self.D], dtype=np.int64)
+        cuts_all = self._minibatch_cuts(order, o["minibatch"])
         iters, out = np.zeros(T, dtype=np.int64), [None] * T
-        args = (o["local_iterations"], float(o["local_tol"]), self.rng, self._mark, all_words, word_ptr)
-        args += (*self._scratch, iters)
+        for s0 in range(0, len(lo_all) - 1, PASS_SEGMENT):
+            s1 = min(s0 + PASS_SEGMENT, len(lo_all) - 1)
+            lo, cuts = lo_all[s0 : s1 + 1], cuts_all[s0:s1]
+            all_words, word_ptr = self._pass_words(order, lo)
+            # scratch for the largest minibatch vocabulary U (not W: the threads' statistics are
+            # T x U x K): their exp{E[log beta]}, the threads' and the summed statistics
+            U = int(np.diff(word_ptr).max(initial=0))
+            if self._scratch is None or self._scratch[0].shape[0] < U:
+                self._scratch = (np.empty((U, K), dtype=np.float32), np.empty((T, U, K)), np.empty((U, K)))
+            args = (o["local_iterations"], float(o["local_tol"]), self.rng, self._mark, all_words, word_ptr)
+            args += (*self._scratch, iters)
 
-        def thread(t):
-            out[t] = _svi_pass_thread(
-                t, self.doc_ptr, self.word_ids, self.counts, order, lo, cuts, self.lam_wk, self.lam_k, self.scale,
-                self.gamma_dk, warm, alpha, beta, *args, float(self.D), tau, kappa, self.t, self._barrier.memory,
-            )  # fmt: skip
+            def thread(t, lo=lo, cuts=cuts, args=args):
+                out[t] = _svi_pass_thread(
+                    t, self.doc_ptr, self.word_ids, self.counts, order, lo, cuts, self.lam_wk, self.lam_k, self.scale,
+                    self.gamma_dk, warm, alpha, beta, *args, float(self.D), tau, kappa, self.t, self._barrier.memory,
+                )  # fmt: skip
 
-        self.workers.run(thread)
-        self.scale, self.t = out[0]
+            self.workers.run(thread)
+            self.scale, self.t = out[0]
         return int(iters.sum())
 
     def _pass_words(self, order, lo):
-        """The distinct words of every minibatch of the pass (documents order[lo[b]:lo[b + 1]]), each
-        in first-seen order, as (words, ptr): minibatch b's are words[ptr[b]:ptr[b + 1]]. Listed
-        before the pass, on the threads (each a run of minibatches, with a mark array of its own),
-        so that no thread waits while one lists a minibatch's words."""
+        """The distinct words of each minibatch b (documents order[lo[b]:lo[b + 1]]), each in
+        first-seen order, as (words, ptr): minibatch b's are words[ptr[b]:ptr[b + 1]]. Listed before
+        the kernel runs, on the threads (each a run of minibatches, with a mark array of its own), so
+        that no thread waits while one lists a minibatch's words."""
         B, T, W = len(lo) - 1, self.threads, self.W
         runs = split(B, T)
         marks = [self._mark] + [np.full(W, -1, dtype=np.int64) for _ in range(1, T)]
-        parts = [None] * T
+        lists = [None] * B
 
         def part(t):
-            b0, b1 = runs[t], runs[t + 1]
-            entries = int(self.doc_ptr[order[lo[b0] : lo[b1]] + 1].sum() - self.doc_ptr[order[lo[b0] : lo[b1]]].sum())
-            words, ends = np.empty(entries, dtype=np.int64), np.empty(b1 - b0, dtype=np.int64)
-            used = _minibatch_words(self.doc_ptr, self.word_ids, order, lo, b0, b1, marks[t], words, ends)
-            parts[t] = (words[:used], ends)
+            for b in range(runs[t], runs[t + 1]):
+                words, _ = _local_words(self.doc_ptr, self.word_ids, order[lo[b] : lo[b + 1]], marks[t])
+                marks[t][words] = -1
+                lists[b] = words
 
         self.workers.run(part)
         ptr = np.zeros(B + 1, dtype=np.int64)
-        at = 0
-        for t in range(T):
-            words, ends = parts[t]
-            ptr[runs[t] + 1 : runs[t + 1] + 1] = at + ends
-            at += len(words)
-        return np.concatenate([p[0] for p in parts]), ptr
+        np.cumsum([len(w) for w in lists], out=ptr[1:])
+        return (np.concatenate(lists) if B else np.empty(0, dtype=np.int64)), ptr
 
     def _local(self, docs, warm, alpha, beta):
         """(L1)-(L2) for the minibatch's documents ``docs``: (words, sstats, local iterations). With T
