@@ -77,7 +77,7 @@ from ...threads import handed_out, padded, split
 from ..base import KAPPA, NONNEGATIVE, POSITIVE, POSITIVE_INT, PRIOR, Model, Range
 from . import kernels as kern
 from .quasi_newton import maximize_box
-from .split_merge import Minibatch, MoveState, combine_on, doc_blocks, run_moves
+from .split_merge import Minibatch, MoveState, by_ranges, combine_on, doc_blocks, run_moves
 
 # Shape of the Gamma(shape, 1/shape) noise of the initial lambda (Hoffman et al. 2010 use 100).
 INIT_SHAPE = 100.0
@@ -469,11 +469,7 @@ class _VariationalHdp(Model):
         K = lam.shape[0]
         out = np.empty(K)
         elog_sum = np.empty(K) if elog_sum is None else elog_sum
-        if self.threads == 1:
-            kern.topic_terms(lam, self.beta, out, elog_sum)
-        else:
-            cut = split(K, self.threads)
-            self.workers.run(lambda t: kern.topic_terms_range(lam, self.beta, out, elog_sum, cut[t], cut[t + 1]))
+        by_ranges(self.workers, K, lambda lo, hi: kern.topic_terms_range(lam, self.beta, out, elog_sum, lo, hi))
         return out
 
     def _topic_terms_beside(self, serial_part, elog_sum):
@@ -580,11 +576,11 @@ class _VariationalHdp(Model):
     def _online_lambda(self, eta, keep, prior, words, coef, sstats):
         """(G2): prior + keep (lambda - eta), + coef sstats on the minibatch's words, by ranges
         of topics on the model's threads (each topic's row is its own: the same bits for any T)."""
-        out = np.empty_like(self.lam)
-        cut = split(self.K, self.threads)
-        lam = self.lam
-        self.workers.run(
-            lambda t: kern.online_lambda(lam, eta, keep, prior, words, coef, sstats, out, cut[t], cut[t + 1])
+        out, lam = np.empty_like(self.lam), self.lam
+        by_ranges(
+            self.workers,
+            self.K,
+            lambda lo, hi: kern.online_lambda(lam, eta, keep, prior, words, coef, sstats, out, lo, hi),
         )
         return out
 
