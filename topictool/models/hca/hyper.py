@@ -197,7 +197,8 @@ def positive_value_histogram(a, dense=4096):
 @numba.njit(cache=True, nogil=True)
 def _grouped_log_pochhammer(b, a, val, freq, lo, hi):
     """sum_i freq[i] log (b|a)_{val[i]} over i in [lo, hi) (sum_log_pochhammer on a
-    histogram); log (b|a)_1 = log b exactly."""
+    histogram); log (b|a)_1 = log b exactly. kernels.special.log_pochhammer's formula, not a
+    call to it: lgamma(b/a) is computed once here, not once per distinct value."""
     lb, out = math.log(b), 0.0
     if a == 0.0:
         for i in range(lo, hi):

@@ -135,7 +135,6 @@ def word_sums_of_rows(word_ptr, entries, cnt, rows, out, u0, u1):
 def doc_sums_of_column(ptr, cnt, col, out):
     S = ptr.shape[0] - 1
     running = 0.0
-    t = 0
     for t in range(ptr[0]):
         running += cnt[t] * col[t]
     before = running
