@@ -197,3 +197,31 @@ def test_threaded_alpha_update_matches_scipy():
     ref = oh.newton_alpha_collapsed(0.7, beta, n, n.sum(axis=1), 3.0)
     for T in (2, 3):
         assert oh.newton_alpha_threaded(0.7, beta, n, n.sum(axis=1), 3.0, Workers(T)) == pytest.approx(ref, rel=1e-8)
+
+
+def test_split_word_sums_and_expected_logs_on_threads():
+    """A split's per-word sums on threads are bincount's bits; its E[log phi] (numba's digamma)
+    agrees with scipy's."""
+    from scipy.special import digamma
+
+    from topictool.models.online_hdp import kernels as kern
+    from topictool.threads import Workers
+
+    rng = np.random.default_rng(3)
+    S, W = 23, 40
+    docs = [rng.choice(W, size=rng.integers(1, 12), replace=False) for _ in range(S)]
+    ptr = np.concatenate([[0], np.cumsum([len(d) for d in docs])])
+    wid_global = np.concatenate([np.sort(d) for d in docs])
+    words, wid = np.unique(wid_global, return_inverse=True)
+    mb = Minibatch(np.arange(S), ptr, wid, rng.integers(1, 5, len(wid)).astype(np.float64), words)
+    weights = rng.random(len(wid))
+    ref = np.bincount(wid, weights=mb.cnt * weights, minlength=len(words))
+    for T in (2, 3):
+        assert np.array_equal(mb.word_sums(weights, Workers(T)), ref)
+    hist_a, hist_b = rng.gamma(0.5, 3.0, W), np.zeros(W)
+    mb_a, mb_b = rng.gamma(0.5, 2.0, len(words)), rng.gamma(0.5, 2.0, len(words))
+    total_a, total_b = hist_a.sum() + 0.5 * W + mb_a.sum(), 0.5 * W + mb_b.sum()
+    elog_a, elog_b = np.empty(len(words)), np.empty(len(words))
+    kern.split_expected_logs(0.5, words, hist_a, mb_a, total_a, hist_b, mb_b, total_b, elog_a, elog_b, 0, len(words))
+    assert np.allclose(elog_a, digamma(0.5 + hist_a[words] + mb_a) - digamma(total_a), rtol=1e-12, atol=1e-12)
+    assert np.allclose(elog_b, digamma(0.5 + mb_b) - digamma(total_b), rtol=1e-12, atol=1e-12)

@@ -153,9 +153,17 @@ class Minibatch:
             self._by_word = kern.entries_by_word(self.wid, self.U)
         return self._by_word
 
-    def word_sums(self, weights):
-        """sum over the tokens of each distinct word of cnt * weights (U,)."""
-        return np.bincount(self.wid, weights=self.cnt * weights, minlength=self.U)
+    def word_sums(self, weights, workers=None):
+        """sum over the tokens of each distinct word of cnt * weights (U,); on the workers'
+        threads by ranges of words (the same bits as one thread's bincount)."""
+        if workers is None or workers.threads == 1:
+            return np.bincount(self.wid, weights=self.cnt * weights, minlength=self.U)
+        word_ptr, entries = self.by_word()
+        out = np.empty(self.U)
+        by_ranges(
+            workers, self.U, lambda lo, hi: kern.word_sums_of_column(word_ptr, entries, self.cnt, weights, out, lo, hi)
+        )
+        return out
 
 
 @dataclass
@@ -308,7 +316,7 @@ class MoveState:
         mb, rho, scale, alpha = self.mb, self.rho, self.scale, self.alpha
         mass = self.phi[:, k].copy()
         n_k = self.theta[:, k] - alpha * self.beta[k]
-        stats_k = mb.word_sums(mass)
+        stats_k = mb.word_sums(mass, self.workers)
         if stats_k.sum() <= 0.0:
             return None
         bh, bm = float(self.bhist[k]), float(self.bmb[k])
@@ -330,11 +338,10 @@ class MoveState:
         phi_a = omega * mass
         sum_hist_a = float(hist_a.sum())
         for _ in range(self.split_iterations):
-            elog_a = self._elog_from_parts(hist_a, mb_a, sum_hist_a)
-            elog_b = self._elog_from_parts(hist_b, mb_b, 0.0)
+            elog_a, elog_b = self._split_elogs(hist_a, mb_a, sum_hist_a, hist_b, mb_b)
             args = (mb.ptr, mb.wid, mb.cnt, mass, elog_a, elog_b, alpha * beta_a, alpha * beta_b)
             self._split_local(*args, theta_a, theta_b, phi_a, self.split_local_iterations, self.local_tol)
-            stats_a = mb.word_sums(phi_a)
+            stats_a = mb.word_sums(phi_a, self.workers)
             stats_b = np.maximum(stats_k - stats_a, 0.0)
             n_a, n_b = stats_a.sum(), stats_b.sum()
             share_a = n_a / (n_a + n_b)
@@ -389,13 +396,16 @@ class MoveState:
         cut = doc_blocks(self.mb.ptr, self.workers.threads)
         self.workers.run(lambda t: kern.split_local_docs(*args, cut[t], cut[t + 1]))
 
-    def _elog_from_parts(self, hist_row, mb_col, sum_hist):
-        """E[log phi_w] on the minibatch words of the topic lambda = eta + hist + mb."""
-        from scipy.special import digamma
-
-        total = sum_hist + self.eta * self.W + mb_col.sum()
-        vals = self.eta + hist_row[self.mb.words] + mb_col
-        return digamma(vals) - digamma(total)
+    def _split_elogs(self, hist_a, mb_a, sum_hist_a, hist_b, mb_b):
+        """E[log phi_w] on the minibatch words of a split's two topics, lambda = eta + hist + mb
+        (k'' has no history), on the workers' threads by ranges of words."""
+        U = self.mb.U
+        total_a = sum_hist_a + self.eta * self.W + mb_a.sum()
+        total_b = self.eta * self.W + mb_b.sum()
+        elog_a, elog_b = np.empty(U), np.empty(U)
+        args = (self.eta, self.mb.words, hist_a, mb_a, total_a, hist_b, mb_b, total_b, elog_a, elog_b)
+        by_ranges(self.workers, U, lambda lo, hi: kern.split_expected_logs(*args, lo, hi))
+        return elog_a, elog_b
 
     def _doc_sums(self, phi_col):
         """sum_w n_jw phi_jw per document (S,), as differences of the running sum over the
