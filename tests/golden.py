@@ -4,7 +4,9 @@ was recorded before the redesign moved every family onto one protocol: the same 
 options and threads must give the same model bit for bit. The two lda-gibbs entries were
 re-recorded on 2026-11-25, when the sampler stopped moving a token's slot before knowing its
 new topic (lda_gibbs/kernels.py: a different walk order, so a different but equally exact
-chain); every other entry is the original recording.
+chain); the hdp-online-sm entry on 2026-11-26, when a split proposal's E[log phi] moved from
+scipy's digamma to the kernels' (split_merge.py: the same moves, phi within 5e-14 of the old);
+every other entry is the original recording.
 
     python -m tests.golden OUT_DIR        # prints the JSON for tests/golden.json
 """

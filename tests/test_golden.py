@@ -1,7 +1,7 @@
 """The redesign changed how every family is built, restored and driven, not what it computes:
 the same seed, options and threads give the same model.npz arrays as before it, bit for bit
-(tests/golden.json was recorded with the code before the redesign, lda-gibbs's two entries
-since re-recorded for a deliberate change of its sampler; see tests/golden.py)."""
+(tests/golden.json was recorded with the code before the redesign, lda-gibbs's two entries and
+hdp-online-sm's since re-recorded for deliberate changes; see tests/golden.py)."""
 
 import json
 from pathlib import Path
