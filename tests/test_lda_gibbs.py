@@ -64,10 +64,24 @@ def opts(**kw):
 SCHEDULES = [(1, "partition"), (2, "partition"), (3, "partition"), (2, "copy-merge")]
 
 
+def force_caches(monkeypatch):
+    """The partition schedule's packed caches of n_dk instead of the documents' dense rows."""
+    from topictool.models.lda_gibbs import model as lda_model
+
+    monkeypatch.setattr(lda_model, "ROW_BYTES_PER_TOKEN", 0.0)
+
+
+@pytest.mark.parametrize("store", ["rows", "caches"])
 @pytest.mark.parametrize("threads,schedule", SCHEDULES)
-def test_resume_is_exact(small_corpus, threads, schedule):
+def test_resume_is_exact(small_corpus, monkeypatch, threads, schedule, store):
+    if store == "caches":
+        if threads == 1 or schedule != "partition":
+            pytest.skip("the store of n_dk is the partition schedule's")
+        force_caches(monkeypatch)
     o = opts(K=6, optimize_alpha=True, optimize_burn_in=4, optimize_interval=5, schedule=schedule)
     straight = LdaGibbs(small_corpus, o, rng_seed=11, threads=threads)
+    if threads > 1 and schedule == "partition":
+        assert straight.by_rows == (store == "rows")
     for _ in range(40):
         straight.step()
 
@@ -185,6 +199,7 @@ def test_partition_caches_hold_the_documents_counts(small_corpus, monkeypatch, c
     from topictool.models.lda_gibbs import model as lda_model
 
     monkeypatch.setattr(lda_model, "BARRIERS", False)  # rounds from Python, so they can be watched
+    force_caches(monkeypatch)
     if chunks == "several":
         monkeypatch.setattr(lda_model, "CACHE_FLOOR", 0)
         monkeypatch.setattr(lda_model, "CACHE_BYTES_PER_TOKEN", 0.1)
@@ -223,7 +238,32 @@ def test_partition_caches_hold_the_documents_counts(small_corpus, monkeypatch, c
     assert len(checked) >= 4 * (m.threads - 1) * S
 
 
-def test_partition_threads_really_run_and_never_share_a_word(small_corpus, monkeypatch):
+@pytest.mark.parametrize("sampler", ["sparse", "dense"])
+def test_partition_rows_hold_the_documents_counts(small_corpus, monkeypatch, sampler):
+    """With the documents' dense rows (the default where they fit), after every round every row
+    holds its document's n_dk as counted from z, and a sweep never touches the caches."""
+    from topictool.models.lda_gibbs import model as lda_model
+
+    monkeypatch.setattr(lda_model, "BARRIERS", False)  # rounds from Python, so they can be watched
+    if sampler == "dense":
+        force_dense(monkeypatch, fraction=0.0)
+    m = LdaGibbs(small_corpus, opts(K=6, sampler="auto" if sampler == "dense" else "sparse"), rng_seed=5, threads=3)
+    assert m.by_rows and m.chunk_ptr.shape[1] == 2  # one chunk: nothing to bound
+    real, rounds = m._round_cells, []
+
+    def watched(c, r, *args, **kw):
+        real(c, r, *args, **kw)
+        assert np.array_equal(m.rows, m.doc_topics()), (c, r)
+        rounds.append(r)
+
+    monkeypatch.setattr(m, "_round_cells", watched)
+    assert set(run(m, 4)) == {sampler}
+    assert len(rounds) == 4 * 3 and not np.any(m.cache)
+    m.check_invariants()
+
+
+@pytest.mark.parametrize("store", ["rows", "caches"])
+def test_partition_threads_really_run_and_never_share_a_word(small_corpus, monkeypatch, store):
     """Every round runs T cells on T distinct threads, and the cells of a round have disjoint
     word ranges and disjoint documents (so no count is written by two threads at once)."""
     import threading
@@ -232,8 +272,11 @@ def test_partition_threads_really_run_and_never_share_a_word(small_corpus, monke
     from topictool.models.lda_gibbs import model as lda_model
 
     monkeypatch.setattr(lda_model, "BARRIERS", False)  # cells called from Python, one round at a time
+    if store == "caches":
+        force_caches(monkeypatch)
     seen = []
-    real = kern.sample_cell
+    name = "row_cell" if store == "rows" else "sample_cell"
+    real = getattr(kern, name)
 
     def spy(*args):
         d0, d1, w0, w1 = (int(x) for x in args[10:14])
@@ -241,7 +284,7 @@ def test_partition_threads_really_run_and_never_share_a_word(small_corpus, monke
         return real(*args)
 
     m = LdaGibbs(small_corpus, opts(K=4), rng_seed=1, threads=4)
-    monkeypatch.setattr(kern, "sample_cell", spy)
+    monkeypatch.setattr(kern, name, spy)
     m.step()
     S = m.chunk_ptr.shape[1] - 1
     assert len(seen) == 4 * 4 * S
@@ -265,6 +308,7 @@ def test_partition_in_chunks(small_corpus, monkeypatch):
     """A small cache budget cuts each thread's documents into several chunks: still exact."""
     from topictool.models.lda_gibbs import model as lda_model
 
+    force_caches(monkeypatch)
     monkeypatch.setattr(lda_model, "CACHE_FLOOR", 0)
     monkeypatch.setattr(lda_model, "CACHE_BYTES_PER_TOKEN", 0.05)
     o = opts(K=6, schedule="partition")
@@ -282,17 +326,20 @@ def test_partition_in_chunks(small_corpus, monkeypatch):
     assert np.array_equal(straight.z, resumed.z)
 
 
-@pytest.mark.parametrize("chunks", ["one", "several"])
+@pytest.mark.parametrize("chunks", ["rows", "one", "several"])
 @pytest.mark.parametrize("sampler", ["sparse", "dense"])
 @pytest.mark.parametrize("threads", [2, 3])
 def test_partition_barrier_kernel_equals_round_by_round(small_corpus, monkeypatch, threads, sampler, chunks):
     """The sweep with the barrier inside the kernel (one call per thread per sweep) and the sweep
     driven round by round from Python are the same schedule: the same model, bit for bit (with
-    one chunk the caches outlive the sweeps, with several they serve one chunk's rounds)."""
+    the documents' dense rows; with caches, in one chunk the caches outlive the sweeps, in
+    several they serve one chunk's rounds)."""
     from topictool.models.lda_gibbs import model as lda_model
 
     if sampler == "dense":
         force_dense(monkeypatch, fraction=0.0)
+    if chunks != "rows":
+        force_caches(monkeypatch)
     if chunks == "several":
         monkeypatch.setattr(lda_model, "CACHE_FLOOR", 0)
         monkeypatch.setattr(lda_model, "CACHE_BYTES_PER_TOKEN", 0.1)
@@ -302,6 +349,7 @@ def test_partition_barrier_kernel_equals_round_by_round(small_corpus, monkeypatc
         monkeypatch.setattr(lda_model, "BARRIERS", barriers)
         m = LdaGibbs(small_corpus, o, rng_seed=7, threads=threads)
         assert (m.chunk_ptr.shape[1] - 1 >= 2) == (chunks == "several")
+        assert m.by_rows == (chunks == "rows")
         assert set(run(m, 8)) == {sampler}
         m.check_invariants()
         runs.append(m)
@@ -311,14 +359,17 @@ def test_partition_barrier_kernel_equals_round_by_round(small_corpus, monkeypatc
     assert np.array_equal(runs[0].alpha, runs[1].alpha)
 
 
-@pytest.mark.parametrize("sampler", ["sparse", "dense"])
-def test_one_draw_follows_the_conditional_over_many_topics(sampler):
-    """Both kernels' first draw of a sweep, from one fixed state, against eq. (1) with K=40: the
-    sparse kernel's bisection over a long list and the dense kernel's chunk walk (3 chunks)."""
+@pytest.mark.parametrize("beta", [0.02, 3.0])
+@pytest.mark.parametrize("sampler", ["sparse", "rows", "dense"])
+def test_one_draw_follows_the_conditional_over_many_topics(sampler, beta):
+    """The kernels' first draw of a sweep, from one fixed state, against eq. (1) with K=40: the
+    sparse kernel's bisection over a long list, the partition cell's walk of a document's dense
+    row (its r bucket without a list of the document's topics) and the dense kernel's chunk walk
+    (3 chunks); with a large beta the s and r buckets carry a good share of the mass."""
     from topictool.kernels.rng import make_streams
     from topictool.models.lda_gibbs import kernels as kern
 
-    K, W, alpha, beta = 40, 5, np.linspace(0.05, 0.8, 40), 0.02
+    K, W, alpha = 40, 5, np.linspace(0.05, 0.8, 40)
     gen = np.random.default_rng(4)
     # document 0: words 0, 0, 3 with topics 7, 21, 39; then 4,000 background tokens
     words = np.concatenate([[0, 0, 3], gen.integers(0, W, 4000)]).astype(np.int32)
@@ -353,9 +404,16 @@ def test_one_draw_follows_the_conditional_over_many_topics(sampler):
         totals = np.zeros(K, np.int32)
         TB = kern.topic_bits(K)
         kern.build_counts(words, z, ptr, tw, totals, TB)
+        rows = np.bincount(z[:3], minlength=K).astype(np.int16)[None, :]
+        cursor = np.zeros(1, np.int32)
         for _ in range(trials):
             zz, ww, nk = z.copy(), tw.copy(), totals.copy()
-            kern.sample_block(token_ptr, words, zz, ptr, ww, nk, alpha, beta, rng, 0, 0, 1, TB)
+            if sampler == "rows":
+                rr = rows.copy()
+                kern.row_cell(token_ptr, words, zz, ptr, ww, nk, alpha, beta, rng, 0, 0, 1, 0, W, True, rr, cursor, TB)
+                assert np.array_equal(rr[0], np.bincount(zz[:3], minlength=K))
+            else:
+                kern.sample_block(token_ptr, words, zz, ptr, ww, nk, alpha, beta, rng, 0, 0, 1, TB)
             draws[zz[0]] += 1
     expected = trials * p
     keep = expected >= 5  # chi-square's rule of thumb; the rest pooled

@@ -22,9 +22,10 @@ as many as min(frequency of w, K). Each used slot packs ``count << TB | topic``
 count and then by topic, and empty slots are 0. Because packed values of a word are
 distinct, the order is canonical: rebuilding the lists from the assignments gives the
 same arrays bit for bit, which is what makes resume exact. Document-topic counts are
-not stored as a D x K table: one thread's sweep rebuilds each document's counts from its
+not stored as a D x K table by one thread: its sweep rebuilds each document's counts from its
 assignments when it reaches it (as Mallet does); the partitioned schedule's cells keep them
-packed in per-thread caches between rounds (below).
+between rounds in dense int16 rows per document where those are small against the tokens, else
+packed in per-thread caches (below).
 
 Why this sampler (measured on the movie-review corpus, D=2000, W=14753, N=662825,
 K=100, alpha=0.1, beta=0.01, one core of a 2-core AMD EPYC VM, numba 0.68; whole
@@ -250,10 +251,13 @@ def _count_document(z, a, b, ndk, nz):
 # Eq. (1) by the s/r/q buckets of the module docstring for tokens a..b-1 of one document.
 @numba.njit(cache=True, nogil=True, inline="always")
 def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, nz, nnz, s, r, gen, TB):
-    """Resample z[a:b], updating tw, n_k, ndk, nz, inv and coef; returns (s, r, nnz)."""
+    """Resample z[a:b], updating tw, n_k, ndk, nz, inv and coef; returns (s, r, nnz). With an
+    empty nz (a document's dense row, row_cell) no list of its topics is kept: the r bucket
+    walks all K topics instead."""
     K = n_k.shape[0]
     mask = (1 << TB) - 1
     one = 1 << TB
+    listed = nz.shape[0] > 0
     for i in range(a, b):
         w = words[i]
         t = np.int64(z[i])
@@ -278,7 +282,7 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
         s += alpha[t] * beta * iv
         r += beta * ndk[t] * iv
         coef[t] = (alpha[t] + ndk[t]) * iv
-        if ndk[t] == 0:
+        if listed and ndk[t] == 0:
             j = 0
             while nz[j] != t:
                 j += 1
@@ -330,7 +334,7 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
         else:
             u -= q
             j = -1  # the new topic's slot, found below if it changed
-            if u < r:
+            if u < r and listed:
                 # r bucket: the document's topics.
                 jr = 0
                 while jr < nnz - 1:
@@ -340,6 +344,16 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
                         break
                     jr += 1
                 k = nz[jr]
+            elif u < r:
+                # r bucket, no list: the topics of the dense row, in topic order (r > 0 means
+                # one has n_dk > 0; the old topic only stands in for a rounding residue of r)
+                k = t
+                for kk in range(K):
+                    if ndk[kk] > 0:
+                        k = kk
+                        u -= beta * ndk[kk] * inv[kk]
+                        if u < 0.0:
+                            break
             else:
                 # s bucket: all topics.
                 u -= r
@@ -372,7 +386,7 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
         s += alpha[t] * beta * iv
         r += beta * ndk[t] * iv
         coef[t] = (alpha[t] + ndk[t]) * iv
-        if ndk[t] == 1:
+        if listed and ndk[t] == 1:
             nz[nnz] = t
             nnz += 1
     return s, r, nnz
@@ -519,6 +533,68 @@ def sample_cell(
     rng[row, :] = gen[0, :]
 
 
+# The rows variant of the cells (model.py's docstring): where a dense row of n_dk per document
+# (int16, D x K) weighs little against the tokens, it replaces the cache, so a visit restores
+# nothing and closes nothing: c_k is computed for all K topics from the row (a loop the compiler
+# vectorises, cheaper than walking a packed list of the document's topics) and r summed over
+# it; the next visit overwrites all K of c_k. The r bucket then walks the row's topics in topic
+# order (_sample_tokens without a list). A row is a function of z alone (fill_rows), so a
+# resumed run has the rows of the straight one and the cells need no flags.
+@numba.njit(cache=True, nogil=True, inline="always")
+def _open_row(ndk, inv, coef, alpha, beta):
+    """c_k for all K topics of a document's dense row, and its r = sum_k r_k."""
+    K = inv.shape[0]
+    for k in range(K):
+        coef[k] = (alpha[k] + ndk[k]) * inv[k]
+    r0 = r1 = r2 = r3 = 0.0  # four sums: independent additions instead of one chain of K
+    k = 0
+    while k + 4 <= K:
+        r0 += ndk[k] * inv[k]
+        r1 += ndk[k + 1] * inv[k + 1]
+        r2 += ndk[k + 2] * inv[k + 2]
+        r3 += ndk[k + 3] * inv[k + 3]
+        k += 4
+    while k < K:
+        r0 += ndk[k] * inv[k]
+        k += 1
+    return beta * ((r0 + r1) + (r2 + r3))
+
+
+@numba.njit(cache=True, nogil=True)
+def row_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, first, rows, cursor, TB):
+    """sample_cell with the documents' dense rows of n_dk (rows[d], updated in place) instead of
+    the cache: the same cell, cursors and draws of eq. (1)."""
+    K = n_k.shape[0]
+    wbeta = (tw_ptr.shape[0] - 1) * beta
+    inv = np.empty(K)
+    coef = np.empty(K)
+    qs = np.empty(K)
+    no_list = np.empty(0, np.int32)
+    gen = rng[row : row + 1].copy()
+    s = _smoothing(n_k, alpha, beta, wbeta, inv, coef)
+    for d in range(d0, d1):
+        a = token_ptr[d]
+        b = token_ptr[d + 1]
+        i0, i1 = _cell_tokens(words, a, b, w0, w1, first, cursor, d - d0)
+        if i0 == i1:  # no token of the document in this word block
+            continue
+        ndk = rows[d]
+        r = _open_row(ndk, inv, coef, alpha, beta)
+        s, r, _ = _sample_tokens(
+            i0, i1, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, no_list, 0, s, r, gen, TB
+        )
+    rng[row, :] = gen[0, :]
+
+
+@numba.njit(cache=True, nogil=True)
+def fill_rows(token_ptr, z, rows):
+    """rows[d, k] = n_dk from the assignments."""
+    rows[:] = 0
+    for d in range(token_ptr.shape[0] - 1):
+        for i in range(token_ptr[d], token_ptr[d + 1]):
+            rows[d, z[i]] += 1
+
+
 @numba.njit(cache=True, nogil=True)
 def round_flags(r, lanes, chunks, cached):
     """sample_cell's (first, fresh, keep, sort) in round r of a chunk. With one chunk a thread's
@@ -542,11 +618,12 @@ def round_flags(r, lanes, chunks, cached):
 # writes buffer p again before everyone has passed the next barrier, i.e. has finished reading it.
 @numba.njit(cache=True, nogil=True)
 def sweep_partitioned_thread(
-    t, token_ptr, words, z, tw_ptr, tw, n_wk, totals, base, alpha, beta, rng, chunk_ptr, word_ptr, cache, cursor,
-    cached, barrier, TB,
+    t, token_ptr, words, z, tw_ptr, tw, n_wk, totals, base, alpha, beta, rng, chunk_ptr, word_ptr, cache, rows,
+    cursor, cached, barrier, TB,
 ):  # fmt: skip
     """Thread t's cells of every chunk and round; returns the parity of the final totals. With a
-    dense table n_wk (W x KP; an empty one for the sparse sampler) the cells are dense_cell's.
+    dense table n_wk (W x KP; an empty one for the sparse sampler) the cells are dense_cell's;
+    with the documents' dense rows (an empty array for the caches) the sparse cells are row_cell's.
     cached: the caches hold the documents' counts from the last sweep (round_flags)."""
     T = chunk_ptr.shape[0]
     S = chunk_ptr.shape[1] - 1
@@ -561,7 +638,12 @@ def sweep_partitioned_thread(
             if n_wk.shape[1] > 0:
                 dense_cell(
                     token_ptr, words, z, n_wk, totals[p, t], alpha, beta, rng, t, d0, d1, w0, w1, first, fresh, keep,
-                    sort, cache[t], cursor[t], TB,
+                    sort, cache[t], rows, cursor[t], TB,
+                )  # fmt: skip
+            elif rows.shape[0] > 0:
+                row_cell(
+                    token_ptr, words, z, tw_ptr, tw, totals[p, t], alpha, beta, rng, t, d0, d1, w0, w1, first, rows,
+                    cursor[t], TB,
                 )  # fmt: skip
             else:
                 sample_cell(
@@ -1029,11 +1111,12 @@ def dense_sweep(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row):
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def dense_cell(
-    token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row, d0, d1, w0, w1, first, fresh, keep, sort, cache, cursor,
-    TB,
+    token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row, d0, d1, w0, w1, first, fresh, keep, sort, cache, rows,
+    cursor, TB,
 ):  # fmt: skip
     """sample_cell on the dense table: the same cell, cache and cursors, the dense sampler (which
-    keeps no list of a document's topics: its cache is written in topic order, sort or not)."""
+    keeps no list of a document's topics: its cache is written in topic order, sort or not). With
+    the documents' dense rows (not empty) a document's counts come from and go back to its row."""
     K = n_k.shape[0]
     wbeta = n_wk.shape[0] * beta
     inv, coef, p, ndk = _dense_scratch(n_wk, n_k, alpha, beta)
@@ -1041,15 +1124,19 @@ def dense_cell(
     gen = rng[row : row + 1].copy()
     mask = (1 << TB) - 1
     slot = 0
+    by_rows = rows.shape[0] > 0
     for d in range(d0, d1):
         a = token_ptr[d]
         b = token_ptr[d + 1]
         cap = min(b - a, K)
         i0, i1 = _cell_tokens(words, a, b, w0, w1, first, cursor, d - d0)
-        if i0 == i1 and not fresh:  # no token of the document in this word block
+        if i0 == i1 and (not fresh or by_rows):  # no token of the document in this word block
             slot += cap
             continue
-        if fresh:
+        if by_rows:
+            for k in range(K):
+                ndk[k] = rows[d, k]
+        elif fresh:
             for i in range(a, b):
                 ndk[z[i]] += 1
         else:
@@ -1061,6 +1148,13 @@ def dense_cell(
             coef[k] = (alpha[k] + ndk[k]) * inv[k]
         _dense_tokens(i0, i1, words, z, n_wk, flat, n_k, alpha, wbeta, np.float32(beta), inv, coef, p, ndk, gen)
         j = 0
+        if by_rows:
+            for k in range(K):
+                rows[d, k] = ndk[k]
+                ndk[k] = 0
+                coef[k] = alpha[k] * inv[k]
+            slot += cap
+            continue
         # to the cache, and back to no document: sample_cell's loop, but over all K topics (the
         # dense sampler keeps no list of the document's topics)
         for k in range(K):

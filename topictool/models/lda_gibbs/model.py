@@ -26,11 +26,14 @@ changes to n_k -- a few hundred tokens' worth against totals of N/K, a relative 
 below the sampler's own noise -- where AD-LDA's threads each miss a whole sweep of the other
 threads' word counts, the staleness that grows with T. A document's tokens are sorted by word
 id (the corpus stores them so), so its tokens in a word block are one run. Its n_dk must
-survive between rounds: the thread keeps its documents' counts packed in a cache of
-min(length, K) slots per document; to bound that cache (about half a byte per token in all) a
-thread's documents are processed in S chunks of T rounds each. With one chunk the cache outlives
-the sweep: the next sweep restores the documents from it instead of counting them from z (kept
-in topic order, so that a resumed run, which counts afresh, restores alike: kernels.round_flags).
+survive between rounds. Where a dense int16 row per document weighs at most
+ROW_BYTES_PER_TOKEN (``by_rows``: D K 2 <= 1.25 N, K <= ROWS_MAX_K, documents under 2^15
+tokens), the rows hold them (kernels.row_cell: a visit restores and closes nothing; one chunk).
+Otherwise the thread keeps its documents' counts packed in a cache of min(length, K) slots per
+document; to bound that cache (about half a byte per token in all) a thread's documents are
+processed in S chunks of T rounds each. With one chunk the cache outlives the sweep: the next
+sweep restores the documents from it instead of counting them from z (kept in topic order, so
+that a resumed run, which counts afresh, restores alike: kernels.round_flags).
 Round after round the threads wait for each other: a POSIX barrier inside the kernel, so that a
 sweep is one Workers.run (where the C library lacks POSIX barriers, one Workers.run per round),
 and each thread draws from its own random stream, so the same (seed, threads) gives the same
@@ -52,8 +55,9 @@ samples its document block against its own copy of n_kw and n_k for a whole swee
 copies' changes are summed after it.
 
 Memory per token: 2 bytes of word id (4 when W > 65536) + 2 of topic (4 when K >= 32768), plus
-at most one 4-byte word-topic slot per token (min(frequency, K) per word); the partition schedule adds its cache
-(at most about half a byte per token), copy-merge a copy of the slots per thread.
+at most one 4-byte word-topic slot per token (min(frequency, K) per word); the partition schedule adds its rows
+(at most 1.25 bytes per token) or caches (at most about half a byte per token), copy-merge a copy of the slots
+per thread.
 
 MPI ranks (``train --engine mpi``): each rank owns a contiguous run of documents
 (mpi.RankCorpus), cut into its thread blocks, holds a copy of the whole corpus's n_kw and n_k,
@@ -65,15 +69,16 @@ cells of a round, then (``_share_round``) passes the block its
 first lane sampled to the previous rank, whose last lane samples it next, and receives one from
 the next rank (a ring step; blocks travel as their used slots, kernels.pack_blocks), and the
 totals' changes are summed; after a sweep's last round every rank's blocks go to every rank.
-A block is always sampled against the counts one process would have, so P ranks x T threads
-give exactly the model of one process with P*T threads (with sampler=sparse: the dense start is
-a one-process sampler). What moves is a block's used slots per round and the whole table's once
-a sweep, not the tokens that changed topic. With ``schedule=copy-merge`` the ranks run distributed AD-LDA: after its
-sweep every rank learns every other rank's changes (``_exchange``: the tokens that changed
-topic, gathered, when that moves fewer bytes than a dense W x K Allreduce of the changes, else
-the Allreduce) and applies them; the counts' layout is canonical, so the result does not depend
-on the way chosen, and P ranks x T threads give exactly the model of one process with P*T
-threads and schedule=copy-merge on the same (one-file) corpus.
+A block is always sampled against the counts one process would have, so P ranks x T threads give
+exactly the model of one process with P*T threads (with sampler=sparse: the dense start is a
+one-process sampler; the rows or caches are chosen from the whole corpus). What moves is a
+block's used slots per round and the whole table's once a sweep, not the tokens that changed
+topic. With ``schedule=copy-merge`` the ranks run distributed AD-LDA: after its sweep every rank
+learns every other rank's changes (``_exchange``: the tokens that changed topic, gathered, when
+that moves fewer bytes than a dense W x K Allreduce of the changes, else the Allreduce) and
+applies them; the counts' layout is canonical, so the result does not depend on the way chosen,
+and P ranks x T threads give exactly the model of one process with P*T threads and
+schedule=copy-merge on the same (one-file) corpus.
 Hyperparameters are learnt from histograms summed over the ranks (the same on every rank).
 Memory per rank: its tokens (6 bytes each), the whole n_kw (min(frequency, K) slots of 4 bytes
 per word); with partition the caches (at most about 2 bytes per token of the corpus over the
@@ -107,6 +112,7 @@ HYPER_FLOOR = 1e-12
 SCHEDULES = ("partition", "copy-merge")
 SAMPLERS = ("auto", "sparse")
 NO_TABLE = np.zeros((0, 0), dtype=np.int32)  # the partitioned kernel's "no dense table"
+NO_ROWS = np.zeros((0, 0), dtype=np.int16)  # its "no dense rows of n_dk" (the caches instead)
 # the dense start (module docstring, "Sampler")
 DENSE_SWEEPS = 100  # never after this many sweeps
 DENSE_MAX_K = 256  # its cost grows with K; SparseLDA's with the topics a word has
@@ -120,6 +126,11 @@ CACHE_BYTES_PER_TOKEN = 0.5
 # movie reviews one chunk (2 rounds a sweep at 2 ranks) instead of 3
 RANK_CACHE_BYTES_PER_TOKEN = 2.0
 CACHE_FLOOR = 256 << 10
+# The partition schedule keeps a dense row of n_dk per document (int16, D x K) instead of the
+# caches when the rows weigh at most this many bytes per token, K is at most ROWS_MAX_K (a visit
+# costs O(K)) and no document reaches 2^15 tokens: a visit then restores and closes nothing.
+ROW_BYTES_PER_TOKEN = 1.25
+ROWS_MAX_K = 256
 # The partitioned schedule's word blocks during sparse sweeps balance tokens x (this + the
 # word's topics): a token's fixed cost in units of one slot of the q walk (kernels.cost_blocks)
 TOKEN_COST_SLOTS = 60
@@ -275,13 +286,22 @@ class LdaGibbs(Model):
             budget = max(CACHE_FLOOR, RANK_CACHE_BYTES_PER_TOKEN * self.N_total)
         dtype = kern.packed_dtype(K, longest)
         S = max(1, int(np.ceil(total * np.dtype(dtype).itemsize / budget)))
+        D_total, N_total = self.D, self.N
+        if self.engine is not None:  # the choice of the whole corpus: the same on every rank
+            D_total = int(self.engine.sum(np.array([self.D], dtype=np.int64))[0])
+            N_total = self.N_total
+        self.by_rows = K <= ROWS_MAX_K and longest < 2**15 and 2 * D_total * K <= ROW_BYTES_PER_TOKEN * N_total
+        self.rows = NO_ROWS  # made at the first sweep, like the caches
+        if self.by_rows:  # no cache to bound: one chunk, and the cache a placeholder
+            S, total = 1, 0
         self.chunk_ptr = np.zeros((T, S + 1), dtype=np.int64)
         need = 1
         for t in range(T):
             d0, d1 = int(self.block_ptr[t]), int(self.block_ptr[t + 1])
             cuts = token_blocks(self.token_ptr[d0 : d1 + 1] - self.token_ptr[d0], S) + d0
             self.chunk_ptr[t] = cuts
-            need = max(need, int(kern.capped_sums(self.token_ptr, K, cuts)[0].max(initial=1)))
+            if not self.by_rows:
+                need = max(need, int(kern.capped_sums(self.token_ptr, K, cuts)[0].max(initial=1)))
         docs = int(np.max(self.chunk_ptr[:, 1:] - self.chunk_ptr[:, :-1], initial=1))
         cursor = np.int32 if longest < 2**31 else np.int64
         # made at the first sweep, after the count rebuild's scratch is gone (a lower peak)
@@ -456,6 +476,7 @@ class LdaGibbs(Model):
                     self.chunk_ptr,
                     self.word_ptr,
                     self.cache,
+                    self.rows,
                     self.cursor,
                     self._cached,
                     self._barrier.memory,
@@ -483,11 +504,15 @@ class LdaGibbs(Model):
         def cell(t):
             b = (first_lane + t + r) % G
             where = (self.chunk_ptr[t, c], self.chunk_ptr[t, c + 1], self.word_ptr[b], self.word_ptr[b + 1])
-            rest = (*where, *flags, self.cache[t], self.cursor[t], self.TB)
+            tables = (self.tw_ptr, self.tw, self.n_k_local[t])
             if n_wk.shape[1]:
+                rest = (*where, *flags, self.cache[t], self.rows, self.cursor[t], self.TB)
                 kern.dense_cell(self.token_ptr, self.words, self.z, n_wk, self.n_k_local[t], *common, t, *rest)
+            elif self.by_rows:
+                rest = (*where, flags[0], self.rows, self.cursor[t], self.TB)
+                kern.row_cell(self.token_ptr, self.words, self.z, *tables, *common, t, *rest)
             else:
-                tables = (self.tw_ptr, self.tw, self.n_k_local[t])
+                rest = (*where, *flags, self.cache[t], self.cursor[t], self.TB)
                 kern.sample_cell(self.token_ptr, self.words, self.z, *tables, *common, t, *rest)
 
         if T == 1:
@@ -496,11 +521,16 @@ class LdaGibbs(Model):
             self.workers.run(cell)
 
     def _make_caches(self):
-        """The cells' n_dk caches and cursors (made at the first sweep: a lower peak of memory)."""
+        """The cells' n_dk caches or dense rows, and cursors (made at the first sweep: a lower peak
+        of memory); the rows counted from z when z is new (a start or a resumed state)."""
         if self.cache is None:
             cache_shape, cache_dtype, cursor_shape, cursor_dtype = self._cells
             self.cache = np.zeros(cache_shape, dtype=cache_dtype)
             self.cursor = np.zeros(cursor_shape, dtype=cursor_dtype)
+            if self.by_rows:
+                self.rows = np.zeros((self.D, self.K), dtype=np.int16)
+        if self.by_rows and not self._cached:
+            kern.fill_rows(self.token_ptr, self.z, self.rows)
 
     def _sweep_copy_merge(self):
         """AD-LDA: every block against its own copy of the counts, then the copies merged."""
@@ -736,6 +766,9 @@ class LdaGibbs(Model):
             columns = self.engine.sum(columns)
         if not np.array_equal(columns, self.n_k.astype(np.int64)):
             fail("n_dk columns disagree with n_k")
+        if self.partitioned and self.by_rows and self.rows.size and self._cached:
+            if not np.array_equal(self.rows, n_dk):
+                fail("a document's dense row of n_dk disagrees with z")
         if self.threads > 1 or self.partitioned:
             if not np.all(self.n_k_local == self.n_k):
                 fail("a thread's copy of the topic totals differs from the merged totals")
