@@ -218,10 +218,10 @@ def test_split_word_sums_and_expected_logs_on_threads():
     ref = np.bincount(wid, weights=mb.cnt * weights, minlength=len(words))
     for T in (2, 3):
         assert np.array_equal(mb.word_sums(weights, Workers(T)), ref)
-    hist_a, hist_b = rng.gamma(0.5, 3.0, W), np.zeros(W)
+    hist_a = rng.gamma(0.5, 3.0, W)
     mb_a, mb_b = rng.gamma(0.5, 2.0, len(words)), rng.gamma(0.5, 2.0, len(words))
     total_a, total_b = hist_a.sum() + 0.5 * W + mb_a.sum(), 0.5 * W + mb_b.sum()
     elog_a, elog_b = np.empty(len(words)), np.empty(len(words))
-    kern.split_expected_logs(0.5, words, hist_a, mb_a, total_a, hist_b, mb_b, total_b, elog_a, elog_b, 0, len(words))
+    kern.split_expected_logs(0.5, words, hist_a, mb_a, total_a, mb_b, total_b, elog_a, elog_b, 0, len(words))
     assert np.allclose(elog_a, digamma(0.5 + hist_a[words] + mb_a) - digamma(total_a), rtol=1e-12, atol=1e-12)
     assert np.allclose(elog_b, digamma(0.5 + mb_b) - digamma(total_b), rtol=1e-12, atol=1e-12)

@@ -293,7 +293,7 @@ class LdaGibbs(Model):
         self.by_rows = K <= ROWS_MAX_K and longest < 2**15 and 2 * D_total * K <= ROW_BYTES_PER_TOKEN * N_total
         self.rows = NO_ROWS  # made at the first sweep, like the caches
         if self.by_rows:  # no cache to bound: one chunk, and the cache a placeholder
-            S, total = 1, 0
+            S = 1
         self.chunk_ptr = np.zeros((T, S + 1), dtype=np.int64)
         need = 1
         for t in range(T):

@@ -128,28 +128,16 @@ def word_sums_of_rows(word_ptr, entries, cnt, rows, out, u0, u1):
                 out[u, k] += c * rows[t, k]
 
 
-# out[u] = sum over the entries t of word u, in document order, of cnt[t] col[t], for words
-# u0..u1-1: the products and additions of np.bincount(wid, weights=cnt * col), so the same bits.
-@numba.njit(cache=True, nogil=True)
-def word_sums_of_column(word_ptr, entries, cnt, col, out, u0, u1):
-    for u in range(u0, u1):
-        total = 0.0
-        for i in range(word_ptr[u], word_ptr[u + 1]):
-            t = entries[i]
-            total += cnt[t] * col[t]
-        out[u] = total
-
-
 # E[log phi_w] of a split proposal's two topics on the minibatch words u0..u1-1: lambda_w = eta
-# + hist[w] (the topic's history) + mb[u] (its minibatch part), normalised by the given totals.
+# + hist_a[w] (k' keeps the topic's history) + mb_a[u] (its minibatch part) for k', eta + mb_b[u]
+# for k'' (no history), normalised by the given totals.
 @numba.njit(cache=True, nogil=True)
-def split_expected_logs(eta, words, hist_a, mb_a, total_a, hist_b, mb_b, total_b, elog_a, elog_b, u0, u1):
+def split_expected_logs(eta, words, hist_a, mb_a, total_a, mb_b, total_b, elog_a, elog_b, u0, u1):
     psi_a = digamma(total_a)
     psi_b = digamma(total_b)
     for u in range(u0, u1):
-        w = words[u]
-        elog_a[u] = digamma(eta + hist_a[w] + mb_a[u]) - psi_a
-        elog_b[u] = digamma(eta + hist_b[w] + mb_b[u]) - psi_b
+        elog_a[u] = digamma(eta + hist_a[words[u]] + mb_a[u]) - psi_a
+        elog_b[u] = digamma(eta + mb_b[u]) - psi_b
 
 
 # out[j] = c[ptr[j + 1]] - c[ptr[j]], c[i] the running sum of cnt[t] col[t] over the entries

@@ -158,12 +158,13 @@ class Minibatch:
         threads by ranges of words (the same bits as one thread's bincount)."""
         if workers is None or workers.threads == 1:
             return np.bincount(self.wid, weights=self.cnt * weights, minlength=self.U)
+        # as one column of word_sums_of_rows (zero, then cnt x weight added in document order)
         word_ptr, entries = self.by_word()
-        out = np.empty(self.U)
+        rows, out = weights[:, None], np.empty((self.U, 1))
         by_ranges(
-            workers, self.U, lambda lo, hi: kern.word_sums_of_column(word_ptr, entries, self.cnt, weights, out, lo, hi)
+            workers, self.U, lambda lo, hi: kern.word_sums_of_rows(word_ptr, entries, self.cnt, rows, out, lo, hi)
         )
-        return out
+        return out[:, 0]
 
 
 @dataclass
@@ -338,7 +339,7 @@ class MoveState:
         phi_a = omega * mass
         sum_hist_a = float(hist_a.sum())
         for _ in range(self.split_iterations):
-            elog_a, elog_b = self._split_elogs(hist_a, mb_a, sum_hist_a, hist_b, mb_b)
+            elog_a, elog_b = self._split_elogs(hist_a, mb_a, sum_hist_a, mb_b)
             args = (mb.ptr, mb.wid, mb.cnt, mass, elog_a, elog_b, alpha * beta_a, alpha * beta_b)
             self._split_local(*args, theta_a, theta_b, phi_a, self.split_local_iterations, self.local_tol)
             stats_a = mb.word_sums(phi_a, self.workers)
@@ -396,14 +397,14 @@ class MoveState:
         cut = doc_blocks(self.mb.ptr, self.workers.threads)
         self.workers.run(lambda t: kern.split_local_docs(*args, cut[t], cut[t + 1]))
 
-    def _split_elogs(self, hist_a, mb_a, sum_hist_a, hist_b, mb_b):
+    def _split_elogs(self, hist_a, mb_a, sum_hist_a, mb_b):
         """E[log phi_w] on the minibatch words of a split's two topics, lambda = eta + hist + mb
-        (k'' has no history), on the workers' threads by ranges of words."""
+        (k'' has no history: hist_b is zero), on the workers' threads by ranges of words."""
         U = self.mb.U
         total_a = sum_hist_a + self.eta * self.W + mb_a.sum()
         total_b = self.eta * self.W + mb_b.sum()
         elog_a, elog_b = np.empty(U), np.empty(U)
-        args = (self.eta, self.mb.words, hist_a, mb_a, total_a, hist_b, mb_b, total_b, elog_a, elog_b)
+        args = (self.eta, self.mb.words, hist_a, mb_a, total_a, mb_b, total_b, elog_a, elog_b)
         by_ranges(self.workers, U, lambda lo, hi: kern.split_expected_logs(*args, lo, hi))
         return elog_a, elog_b
 
