@@ -199,7 +199,7 @@ def test_partition_caches_hold_the_documents_counts(small_corpus, monkeypatch, c
     from topictool.models.lda_gibbs import kernels as kern
     from topictool.models.lda_gibbs import model as lda_model
 
-    monkeypatch.setattr(lda_model, "BARRIERS", False)  # rounds from Python, so they can be watched
+    monkeypatch.setattr(lda_model, "POOLS", False)  # rounds from Python, so they can be watched
     force_caches(monkeypatch)
     if chunks == "several":
         monkeypatch.setattr(lda_model, "CACHE_FLOOR", 0)
@@ -245,7 +245,7 @@ def test_partition_rows_hold_the_documents_counts(small_corpus, monkeypatch, sam
     holds its document's n_dk as counted from z, and a sweep never touches the caches."""
     from topictool.models.lda_gibbs import model as lda_model
 
-    monkeypatch.setattr(lda_model, "BARRIERS", False)  # rounds from Python, so they can be watched
+    monkeypatch.setattr(lda_model, "POOLS", False)  # rounds from Python, so they can be watched
     if sampler == "dense":
         force_dense(monkeypatch, fraction=0.0)
     m = LdaGibbs(small_corpus, opts(K=6, sampler="auto" if sampler == "dense" else "sparse"), rng_seed=5, threads=3)
@@ -272,7 +272,7 @@ def test_partition_threads_really_run_and_never_share_a_word(small_corpus, monke
     from topictool.models.lda_gibbs import kernels as kern
     from topictool.models.lda_gibbs import model as lda_model
 
-    monkeypatch.setattr(lda_model, "BARRIERS", False)  # cells called from Python, one round at a time
+    monkeypatch.setattr(lda_model, "POOLS", False)  # cells called from Python, one round at a time
     if store == "caches":
         force_caches(monkeypatch)
     seen = []
@@ -327,15 +327,20 @@ def test_partition_in_chunks(small_corpus, monkeypatch):
     assert np.array_equal(straight.z, resumed.z)
 
 
+@pytest.mark.parametrize("cores", [1, 64])
 @pytest.mark.parametrize("chunks", ["rows", "one", "several"])
 @pytest.mark.parametrize("sampler", ["sparse", "dense"])
 @pytest.mark.parametrize("threads", [2, 3])
-def test_partition_barrier_kernel_equals_round_by_round(small_corpus, monkeypatch, threads, sampler, chunks):
-    """The sweep with the barrier inside the kernel (one call per thread per sweep) and the sweep
-    driven round by round from Python are the same schedule: the same model, bit for bit (with
-    the documents' dense rows; with caches, in one chunk the caches outlive the sweeps, in
-    several they serve one chunk's rounds)."""
+def test_partition_pool_kernel_equals_round_by_round(small_corpus, monkeypatch, threads, sampler, chunks, cores):
+    """The sweep whose threads take cells from the round pool inside the kernel (one call per
+    thread per sweep) and the sweep driven round by round from Python are the same schedule: the
+    same model, bit for bit (with the documents' dense rows; with caches, in one chunk the caches
+    outlive the sweeps, in several they serve one chunk's rounds), whether the pool keeps fewer
+    threads awake than there are (one core) or wakes them all every round."""
+    from topictool import threads as threads_module
     from topictool.models.lda_gibbs import model as lda_model
+
+    monkeypatch.setattr(threads_module, "usable_cores", lambda: cores)
 
     if sampler == "dense":
         force_dense(monkeypatch, fraction=0.0)
@@ -346,8 +351,8 @@ def test_partition_barrier_kernel_equals_round_by_round(small_corpus, monkeypatc
         monkeypatch.setattr(lda_model, "CACHE_BYTES_PER_TOKEN", 0.1)
     o = opts(K=6, optimize_alpha=True, optimize_burn_in=2, optimize_interval=3)
     runs = []
-    for barriers in (True, False):
-        monkeypatch.setattr(lda_model, "BARRIERS", barriers)
+    for pools in (True, False):
+        monkeypatch.setattr(lda_model, "POOLS", pools)
         m = LdaGibbs(small_corpus, o, rng_seed=7, threads=threads)
         assert (m.chunk_ptr.shape[1] - 1 >= 2) == (chunks == "several")
         assert m.by_rows == (chunks == "rows")

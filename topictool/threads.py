@@ -15,12 +15,27 @@ no CPU time; a call costs a few microseconds per thread.
 
 import ctypes
 import ctypes.util
+import os
 import threading
 
+import numba
 import numpy as np
 from numba.core import types
 
-__all__ = ["BARRIERS", "Barrier", "Workers", "barrier_wait", "handed_out", "padded", "split"]
+__all__ = [
+    "BARRIERS",
+    "POOLS",
+    "Barrier",
+    "RoundPool",
+    "Workers",
+    "barrier_wait",
+    "finish_part",
+    "handed_out",
+    "next_round",
+    "padded",
+    "split",
+    "take_part",
+]
 
 # A barrier the kernels themselves can wait on (POSIX pthread_barrier_wait, called from nopython
 # code without the GIL): a schedule of many short rounds -- lda-gibbs's partitioned sweep -- then
@@ -48,6 +63,129 @@ class Barrier:
         init.restype = ctypes.c_int
         if init(self.memory.ctypes.data, None, int(threads)) != 0:
             raise OSError(f"pthread_barrier_init failed for {threads} threads")
+
+
+# A pool of a round's parts (lda-gibbs's partitioned sweep: a round is T cells, one per lane): any
+# thread takes the next untaken part of the current round; the thread that finishes a round's last
+# part closes the round (the callers' reconciliation: every other thread is then waiting) and
+# opens the next. A part's result depends on the part, never on the thread that runs it, so the
+# model is the same whichever thread runs what. What it saves over a barrier per round is the
+# waking: a barrier wakes every thread every round, T^2 context switches a sweep (at 64 threads on
+# two cores a quarter of one thread's sweep), where the pool keeps only as many threads awake as
+# there are cores: a sleeper is woken when a part is left and fewer than that many are awake (all
+# of them at once when there are no more threads than cores, as the barrier would). The counters
+# are read and written under a POSIX mutex only; a sleeper is signalled after the mutex is
+# released, so that it does not wake to find the mutex still held.
+mutex_lock = types.ExternalFunction("pthread_mutex_lock", types.int32(types.intp))
+mutex_unlock = types.ExternalFunction("pthread_mutex_unlock", types.int32(types.intp))
+cond_wait = types.ExternalFunction("pthread_cond_wait", types.int32(types.intp, types.intp))
+cond_signal = types.ExternalFunction("pthread_cond_signal", types.int32(types.intp))
+cond_broadcast = types.ExternalFunction("pthread_cond_broadcast", types.int32(types.intp))
+POOLS = all(
+    hasattr(_libc, f"pthread_{name}")
+    for name in ("mutex_init", "mutex_lock", "mutex_unlock", "cond_init", "cond_wait", "cond_signal", "cond_broadcast")
+)
+_SYNC_BYTES = 128  # more than sizeof(pthread_mutex_t) and sizeof(pthread_cond_t) (40 and 48 on glibc, 64 and 48 on macOS)
+_ROUND, _TAKEN, _FINISHED, _ROUNDS, _AWAKE, _CORES, _THREADS = range(7)  # RoundPool.state
+
+
+def usable_cores():
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
+class RoundPool:
+    """The mutex, condition and counters of ``take_part`` / ``finish_part`` / ``next_round`` for
+    ``threads`` threads: ``memory`` (mutex, then condition) and ``state`` are what the kernels take."""
+
+    def __init__(self, threads):
+        if not POOLS:
+            raise RuntimeError("this C library has no POSIX mutexes and conditions")
+        self.threads = int(threads)
+        self.memory = np.zeros(2 * _SYNC_BYTES, dtype=np.uint8)
+        self.state = np.zeros(16, dtype=np.int64)  # 128 bytes: a cache line of its own
+        for name, offset in (("mutex", 0), ("cond", _SYNC_BYTES)):
+            init = getattr(_libc, f"pthread_{name}_init")
+            init.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+            init.restype = ctypes.c_int
+            if init(self.memory.ctypes.data + offset, None) != 0:
+                raise OSError(f"pthread_{name}_init failed")
+
+    def open(self, rounds):
+        """Ready for a schedule of ``rounds`` rounds run by all the threads (call with none inside)."""
+        self.state[:] = 0
+        self.state[_ROUNDS] = rounds
+        self.state[_AWAKE] = self.threads
+        self.state[_CORES] = min(self.threads, usable_cores())
+        self.state[_THREADS] = self.threads
+
+
+@numba.njit(cache=True, nogil=True)
+def take_part(memory, state, parts):
+    """Blocks until a part of the current round is untaken or every round is done: returns (round,
+    part), or (-1, -1) when the schedule is over."""
+    mutex = memory.ctypes.data
+    cond = mutex + _SYNC_BYTES
+    mutex_lock(mutex)
+    # Sleep while no part is left, or while more threads are awake than there are cores (those
+    # awake take the parts; the last thread of a round is always awake, so the schedule goes on)
+    while state[_ROUND] < state[_ROUNDS] and (state[_TAKEN] == parts or state[_AWAKE] > state[_CORES]):
+        state[_AWAKE] -= 1  # the one who wakes a sleeper counts it awake again
+        cond_wait(cond, mutex)
+    r = state[_ROUND]
+    p = -1
+    wake = False
+    if r < state[_ROUNDS]:
+        p = state[_TAKEN]
+        state[_TAKEN] = p + 1
+        wake = p + 1 < parts and state[_AWAKE] < state[_CORES]  # parts left, a core idle
+        if wake:
+            state[_AWAKE] += 1
+    else:
+        r = -1
+    mutex_unlock(mutex)
+    if wake:
+        cond_signal(cond)
+    return r, p
+
+
+@numba.njit(cache=True, nogil=True)
+def finish_part(memory, state, parts):
+    """Marks a part of the current round done; True for the round's last one, whose thread then
+    closes the round and calls next_round (every other thread waits in take_part until then)."""
+    mutex = memory.ctypes.data
+    mutex_lock(mutex)
+    state[_FINISHED] += 1
+    last = state[_FINISHED] == parts
+    mutex_unlock(mutex)
+    return last
+
+
+@numba.njit(cache=True, nogil=True)
+def next_round(memory, state):
+    """Opens the next round (or ends the schedule) and wakes sleepers: every one when all the
+    threads fit on the cores or the schedule is over, else one if a core is idle (the caller
+    takes a part itself; the taker of a part wakes the next while parts are left)."""
+    mutex = memory.ctypes.data
+    cond = mutex + _SYNC_BYTES
+    mutex_lock(mutex)
+    state[_ROUND] += 1
+    state[_TAKEN] = 0
+    state[_FINISHED] = 0
+    everyone = state[_ROUND] >= state[_ROUNDS] or state[_CORES] >= state[_THREADS]
+    one = not everyone and state[_AWAKE] < state[_CORES]
+    if everyone:
+        state[_AWAKE] = state[_THREADS]
+    elif one:
+        state[_AWAKE] += 1
+    mutex_unlock(mutex)
+    if everyone:
+        cond_broadcast(cond)
+    elif one:
+        cond_signal(cond)
 
 
 def padded(T, n, dtype, full=False):

@@ -92,7 +92,7 @@ import numpy as np
 from ...kernels.partition import first_at_least as _first_at_least
 from ...kernels.prefetch import prefetch
 from ...kernels.rng import uniform
-from ...threads import barrier_wait
+from ...threads import finish_part, next_round, take_part
 
 RUN_SCAN = 32  # _run_end: tokens scanned in order before bisecting
 
@@ -626,65 +626,63 @@ def round_flags(r, lanes, chunks, cached):
     return first, fresh, keep, persist
 
 
-# One thread's whole partitioned sweep, its rounds separated by a pthread barrier inside the
-# kernel (topictool/threads.py), so the sweep is one Workers.run however many rounds it has.
-# The topic totals are double-buffered: in a round with parity p thread t samples against
-# totals[p, t]; after the barrier every thread reads all the copies of buffer p and writes the
-# reconciled totals into its own copy in buffer 1 - p (thread 0 also into base[1 - p]). Nobody
-# writes buffer p again before everyone has passed the next barrier, i.e. has finished reading it.
+# One thread's share of a whole partitioned sweep, so that the sweep is one Workers.run however
+# many rounds it has: the thread takes cells (lanes) of the current round from the pool
+# (topictool/threads.py, RoundPool) until the schedule is over. Lane t samples against its own copy
+# of the topic totals, totals[t], which starts the round as base; the thread that finishes a round's
+# last cell sums the copies' changes into base (every other thread is waiting in take_part) and opens
+# the next round. A cell depends only on its lane, never on the thread that runs it.
 @numba.njit(cache=True, nogil=True)
 def sweep_partitioned_thread(
-    t, token_ptr, words, z, tw_ptr, tw, n_wk, totals, base, alpha, beta, rng, chunk_ptr, word_ptr, cache, rows,
-    cursor, cached, barrier, TB,
+    token_ptr, words, z, tw_ptr, tw, n_wk, totals, base, alpha, beta, rng, chunk_ptr, word_ptr, cache, rows,
+    cursor, cached, memory, state, TB,
 ):  # fmt: skip
-    """Thread t's cells of every chunk and round; returns the parity of the final totals. With a
-    dense table n_wk (W x KP; an empty one for the sparse sampler) the cells are dense_cell's;
-    with the documents' dense rows (an empty array for the caches) the sparse cells are row_cell's.
-    cached: the caches hold the documents' counts from the last sweep (round_flags)."""
+    """Cells of every chunk and round, as the pool hands them out, until the sweep is over; base ends
+    as the reconciled totals. With a dense table n_wk (W x KP; an empty one for the sparse sampler)
+    the cells are dense_cell's; with the documents' dense rows (an empty array for the caches) the
+    sparse cells are row_cell's. cached: the caches hold the documents' counts from the last sweep
+    (round_flags)."""
     T = chunk_ptr.shape[0]
     S = chunk_ptr.shape[1] - 1
-    K = base.shape[1]
-    address = barrier.ctypes.data
+    K = base.shape[0]
     total = np.empty(K, np.int64)
-    p = 0
-    for c in range(S):
-        for r in range(T):
-            b = (t + r) % T
-            d0, d1, w0, w1 = chunk_ptr[t, c], chunk_ptr[t, c + 1], word_ptr[b], word_ptr[b + 1]
-            first, fresh, keep, sort = round_flags(r, T, S, cached)
-            if n_wk.shape[1] > 0:
-                dense_cell(
-                    token_ptr, words, z, n_wk, totals[p, t], alpha, beta, rng, t, d0, d1, w0, w1, first, fresh, keep,
-                    sort, cache[t], rows, cursor[t], TB,
-                )  # fmt: skip
-            elif rows.shape[0] > 0:
-                row_cell(
-                    token_ptr, words, z, tw_ptr, tw, totals[p, t], alpha, beta, rng, t, d0, d1, w0, w1, first, rows,
-                    cursor[t], TB,
-                )  # fmt: skip
-            else:
-                sample_cell(
-                    token_ptr, words, z, tw_ptr, tw, totals[p, t], alpha, beta, rng, t, d0, d1, w0, w1, first, fresh,
-                    keep, sort, cache[t], cursor[t], TB,
-                )  # fmt: skip
-            barrier_wait(address)
-            # copy by copy, so that the additions run along the topics (T x K of them per thread
-            # and round: with K in the inner loop they vectorise; strided, at 64 threads on two
-            # cores they cost a fifth of a sweep)
-            q = 1 - p
+    while True:
+        rr, t = take_part(memory, state, T)
+        if rr < 0:
+            break
+        c, r = rr // T, rr % T
+        own = totals[t, :K]  # (totals' rows are padded)
+        for k in range(K):
+            own[k] = base[k]
+        b = (t + r) % T
+        d0, d1, w0, w1 = chunk_ptr[t, c], chunk_ptr[t, c + 1], word_ptr[b], word_ptr[b + 1]
+        first, fresh, keep, sort = round_flags(r, T, S, cached)
+        if n_wk.shape[1] > 0:
+            dense_cell(
+                token_ptr, words, z, n_wk, own, alpha, beta, rng, t, d0, d1, w0, w1, first, fresh, keep, sort,
+                cache[t], rows, cursor[t], TB,
+            )  # fmt: skip
+        elif rows.shape[0] > 0:
+            row_cell(
+                token_ptr, words, z, tw_ptr, tw, own, alpha, beta, rng, t, d0, d1, w0, w1, first, rows, cursor[t], TB,
+            )  # fmt: skip
+        else:
+            sample_cell(
+                token_ptr, words, z, tw_ptr, tw, own, alpha, beta, rng, t, d0, d1, w0, w1, first, fresh, keep, sort,
+                cache[t], cursor[t], TB,
+            )  # fmt: skip
+        if finish_part(memory, state, T):
+            # base + the sum of every lane's changes, copy by copy (the additions run along the
+            # topics and vectorise); once a round, by one thread
             for k in range(K):
-                total[k] = base[p, k] * (1 - T)
+                total[k] = base[k] * (1 - T)
             for j in range(T):
-                copy = totals[p, j]
+                copy = totals[j, :K]
                 for k in range(K):
                     total[k] += copy[k]
             for k in range(K):
-                totals[q, t, k] = total[k]
-            if t == 0:
-                for k in range(K):
-                    base[q, k] = total[k]
-            p = q
-    return p
+                base[k] = total[k]
+            next_round(memory, state)
 
 
 @numba.njit(cache=True, nogil=True)

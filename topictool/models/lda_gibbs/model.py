@@ -95,7 +95,7 @@ from ...kernels.dirichlet_opt import doc_topic_histograms, learn_parameters, lea
 from ...kernels.partition import words_ascending
 from ...kernels.rng import make_streams
 from ...snapshot import Snapshot, doc_topic_csr
-from ...threads import BARRIERS, Barrier
+from ...threads import POOLS, RoundPool, padded
 from ..base import NONNEGATIVE, PRIOR, Model, doc_topic_counts
 from . import kernels as kern
 
@@ -241,7 +241,7 @@ class LdaGibbs(Model):
         self.n_k = np.zeros(self.K, dtype=np.int32)
         if threads > 1 or self.partitioned:
             self.n_k_local = np.zeros((threads, self.K), dtype=np.int32)
-        self._barrier = None  # the partitioned sweep's, made on first use
+        self._pool = None  # the partitioned sweep's threads.RoundPool, made on first use
         self._rounds = None  # under MPI, the partitioned sweep's exchanges (_plan_rounds)
         self._send = self._recv = None
         if self.partitioned:
@@ -450,18 +450,16 @@ class LdaGibbs(Model):
         dense with a dense table n_wk, sparse with NO_TABLE."""
         T = self.threads
         self._make_caches()
-        if BARRIERS:
-            if self._barrier is None:
-                self._barrier = Barrier(T)
-                self._totals = np.zeros((2, T, self.K), dtype=np.int32)
-                self._base = np.zeros((2, self.K), dtype=np.int32)
-            self._totals[0] = self.n_k
-            self._base[0] = self.n_k
-            parity = [0] * T
+        if POOLS:
+            if self._pool is None:
+                self._pool = RoundPool(T)
+                self._totals = padded(T, self.K, np.int32, full=True)  # rows apart: written at every token
+                self._base = np.zeros(self.K, dtype=np.int32)
+            self._base[:] = self.n_k
+            self._pool.open(T * (self.chunk_ptr.shape[1] - 1))  # T rounds a chunk
 
             def thread(t):
-                parity[t] = kern.sweep_partitioned_thread(
-                    t,
+                kern.sweep_partitioned_thread(
                     self.token_ptr,
                     self.words,
                     self.z,
@@ -479,12 +477,13 @@ class LdaGibbs(Model):
                     self.rows,
                     self.cursor,
                     self._cached,
-                    self._barrier.memory,
+                    self._pool.memory,
+                    self._pool.state,
                     self.TB,
                 )
 
             self.workers.run(thread)
-            self.n_k[:] = self._base[parity[0]]
+            self.n_k[:] = self._base
             self.n_k_local[:] = self.n_k
         else:
             for c in range(self.chunk_ptr.shape[1] - 1):
