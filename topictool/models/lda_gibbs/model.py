@@ -34,10 +34,14 @@ document; to bound that cache (about half a byte per token in all) a thread's do
 processed in S chunks of T rounds each. With one chunk the cache outlives the sweep: the next
 sweep restores the documents from it instead of counting them from z (kept in topic order, so
 that a resumed run, which counts afresh, restores alike: kernels.round_flags).
-Round after round the threads wait for each other: a POSIX barrier inside the kernel, so that a
-sweep is one Workers.run (where the C library lacks POSIX barriers, one Workers.run per round),
-and each thread draws from its own random stream, so the same (seed, threads) gives the same
-model.
+The T cells of a round are the T lanes (a lane: a block of documents, its cache and cursors, its
+copy of the totals and its own random stream), and the threads take them from a pool
+(threads.RoundPool) inside the kernel, so that a sweep is one Workers.run (where the C library
+lacks POSIX mutexes, one Workers.run per round, thread t running lane t); the thread that finishes
+a round's last cell reconciles the totals and opens the next round. Which thread runs a lane never
+changes a bit, so the same (seed, threads) gives the same model. With more threads than cores the
+pool keeps only as many awake as there are cores: a barrier per round would wake all T threads
+T times a sweep (at 64 threads on two cores, 4,000 context switches a sweep).
 
 Sampler (``sampler=auto``, the default): training starts with a dense sampler (kernels.py,
 "The dense start") while the words still have most of the K topics, and switches to SparseLDA
@@ -444,10 +448,10 @@ class LdaGibbs(Model):
             self._rounds = None  # the ranks' exchanges follow the blocks
 
     def _sweep_partitioned(self, n_wk):
-        """T rounds per chunk; round r: thread t samples (its chunk, word block (t + r) mod T).
-        With POSIX barriers each thread runs all its rounds in one kernel call, waiting for the
-        others between rounds inside the kernel; else one Workers.run per round. The cells are
-        dense with a dense table n_wk, sparse with NO_TABLE."""
+        """T rounds per chunk; round r: lane t samples (its chunk, word block (t + r) mod T).
+        With the round pool each thread takes cells in one kernel call until the sweep is over;
+        else one Workers.run per round. The cells are dense with a dense table n_wk, sparse with
+        NO_TABLE."""
         T = self.threads
         self._make_caches()
         if POOLS:
@@ -495,7 +499,7 @@ class LdaGibbs(Model):
     def _round_cells(self, c, r, n_wk=NO_TABLE, first_lane=0):
         """Round r of chunk c, one cell per thread: thread t (lane first_lane + t) samples its
         documents of chunk c whose word is in block (first_lane + t + r) mod lanes, densely with a
-        dense table n_wk. Called from Python, a round at a time (without POSIX barriers; MPI ranks)."""
+        dense table n_wk. Called from Python, a round at a time (without POSIX mutexes; MPI ranks)."""
         T, G = self.threads, self.lanes
         common = (self.alpha, self.beta, self.rng)
         flags = kern.round_flags(r, G, self.chunk_ptr.shape[1] - 1, self._cached)
