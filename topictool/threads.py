@@ -85,7 +85,8 @@ POOLS = all(
     hasattr(_libc, f"pthread_{name}")
     for name in ("mutex_init", "mutex_lock", "mutex_unlock", "cond_init", "cond_wait", "cond_signal", "cond_broadcast")
 )
-_SYNC_BYTES = 128  # more than sizeof(pthread_mutex_t) and sizeof(pthread_cond_t) (40 and 48 on glibc, 64 and 48 on macOS)
+# more than sizeof(pthread_mutex_t) and sizeof(pthread_cond_t): 40 and 48 on glibc, 64 and 48 on macOS
+_SYNC_BYTES = 128
 _ROUND, _TAKEN, _FINISHED, _ROUNDS, _AWAKE, _CORES, _THREADS = range(7)  # RoundPool.state
 
 
