@@ -458,8 +458,7 @@ class LdaGibbs(Model):
             if self._pool is None:
                 self._pool = RoundPool(T)
                 self._totals = padded(T, self.K, np.int32, full=True)  # rows apart: written at every token
-                self._base = np.zeros(self.K, dtype=np.int32)
-            self._base[:] = self.n_k
+            self._totals[:, : self.K] = self.n_k
             self._pool.open(T * (self.chunk_ptr.shape[1] - 1))  # T rounds a chunk
 
             def thread(t):
@@ -471,7 +470,7 @@ class LdaGibbs(Model):
                     self.tw,
                     n_wk,
                     self._totals,
-                    self._base,
+                    self.n_k,
                     self.alpha,
                     self.beta,
                     self.rng,
@@ -487,7 +486,6 @@ class LdaGibbs(Model):
                 )
 
             self.workers.run(thread)
-            self.n_k[:] = self._base
             self.n_k_local[:] = self.n_k
         else:
             for c in range(self.chunk_ptr.shape[1] - 1):
