@@ -604,7 +604,9 @@ def row_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1
 
 @numba.njit(cache=True, nogil=True)
 def fill_rows(token_ptr, z, rows):
-    """rows[d, k] = n_dk from the assignments."""
+    """rows[d, k] = n_dk from the assignments, in place. (models.base.doc_topic_counts gives the
+    same counts, but through two int64 arrays a token, a D x K int64 bincount and an int32 copy:
+    16 bytes a token and 6 times the int16 rows' bytes at once, where the rows are allowed 1.25.)"""
     rows[:] = 0
     for d in range(token_ptr.shape[0] - 1):
         for i in range(token_ptr[d], token_ptr[d + 1]):
