@@ -18,6 +18,7 @@ from scipy.special import polygamma
 
 from topictool import store, synth
 from topictool.errors import InputError
+from topictool.kernels.rng import seed_row, uniform
 from topictool.models import registry
 from topictool.models.variational import kernels as kern
 from topictool.models.variational import sticks
@@ -70,10 +71,28 @@ def gamma_fixed_point(order, u, v):
 # update equations on one document of three tokens
 
 
-@pytest.mark.parametrize("clumping,alpha_update", [(False, "document"), (True, "document"), (False, "corpus")])
-def test_pcsvb0_one_document_word_by_word(clumping, alpha_update):
+@pytest.mark.parametrize(
+    "clumping,alpha_update,tables",
+    [
+        (False, "document", "bound"),
+        (True, "document", "bound"),
+        (False, "corpus", "bound"),
+        (False, "document", "sample"),
+        (True, "document", "sample"),
+        (False, "corpus", "sample"),
+    ],
+)
+def test_pcsvb0_one_document_word_by_word(clumping, alpha_update, tables):
     T, V, N, D, beta = 3, 4, 3, 1, 0.01
-    m = build(HdpPcsvb0, one_doc(), K=T, reorder=False, clumping=clumping, init="random", alpha_update=alpha_update)
+    m = build(
+        HdpPcsvb0, one_doc(), K=T, reorder=False, clumping=clumping, init="random", alpha_update=alpha_update,
+        tables=tables,
+    )  # fmt: skip
+    # tables = "sample": the document's counts drawn from each token's q, from the stream of (the pass's
+    # key, document 0), as the first k whose running sum of q exceeds a uniform
+    gen = np.zeros((1, 4), dtype=np.uint64)
+    seed_row(gen, 0, m._pass_key(), np.uint64(0))
+    drawn = np.zeros(T, dtype=np.int64)
     s = m.state()
     E_bar = float(s["E_bar"])
     n_dk = s["n_dk"][0].copy()
@@ -98,10 +117,17 @@ def test_pcsvb0_one_document_word_by_word(clumping, alpha_update):
             n_kw = (1 - r_c) * n_kw
             n_kw[:, w] += r_c * N * q
             n_k = (1 - r_c) * n_k + r_c * N * q
-            keep *= 1 - q
             t_d += 1
             t_c += 1
+        keep *= (1 - q) ** count
+        for _ in range(count if tables == "sample" else 0):
+            drawn[int(np.argmax(np.cumsum(q) > uniform(gen, 0)))] += 1
     E = 1 - keep
+    api = alpha * pi
+    # a document's tables: the paper's lower bound sum_k E_k, or (T1) the expected tables of a CRP with
+    # concentration alpha pi_k given the drawn counts
+    used = drawn > 0
+    n_tables = E.sum() if tables == "bound" else np.sum(api[used] * (psi(api[used] + drawn[used]) - psi(api[used])))
 
     r_h = rho(5.0, 100.0, t_h)
     u_new = (1 - r_h) * u + r_h * (1 + D * E)
@@ -109,9 +135,9 @@ def test_pcsvb0_one_document_word_by_word(clumping, alpha_update):
     for p, k in enumerate(order):
         v_new[k] = (1 - r_h) * v[k] + r_h * (gamma + D * sum(E[j] for j in order[p + 1 :]))
     gamma_new = gamma_fixed_point(order, u_new, v_new)
-    E_bar = (1 - r_h) * E_bar + r_h * E.sum()  # (B7), kept in both modes
+    E_bar = (1 - r_h) * E_bar + r_h * n_tables  # (B7), kept in both modes
     if alpha_update == "document":  # (B6)
-        alpha_new = (1 - r_h) * alpha + r_h * E.sum() / (psi(N + alpha) - psi(alpha))
+        alpha_new = (1 - r_h) * alpha + r_h * n_tables / (psi(N + alpha) - psi(alpha))
     else:  # (B8): alpha (Psi(N + alpha) - Psi(alpha)) = D E_bar for the one document
         alpha_new = brentq(lambda a: a * (psi(N + a) - psi(a)) - D * E_bar, 1e-6, 1e6, xtol=1e-14, rtol=1e-14)
     pi_new = stick_weights(order, u_new, v_new)
@@ -127,14 +153,16 @@ def test_pcsvb0_one_document_word_by_word(clumping, alpha_update):
     assert float(s2["gamma"]) == pytest.approx(gamma_new, rel=1e-10)
     assert float(s2["alpha"]) == pytest.approx(alpha_new, rel=1e-10)
     assert int(s2["t_c"]) == 3 and int(s2["t_h"]) == 1
-    assert float(s2["E_bar"]) == pytest.approx(E_bar, rel=1e-12) == metrics["topics_per_document"]
+    assert float(s2["E_bar"]) == pytest.approx(E_bar, rel=1e-12) == metrics["tables_per_document"]
+    assert tables == "bound" or drawn.sum() == N
     assert metrics["documents_seen"] == 1
     np.testing.assert_allclose(m.snapshot().alpha, alpha_new * pi_new, rtol=1e-10)
 
 
 def test_pcsvb0_one_document_minibatch():
     T, V, N, D, beta = 3, 4, 3, 1, 0.01
-    m = build(HdpPcsvb0, one_doc(), K=T, reorder=False, minibatch=1, init="random")
+    # the paper's tables (sample's draws: test_pcsvb0_one_document_word_by_word)
+    m = build(HdpPcsvb0, one_doc(), K=T, reorder=False, minibatch=1, init="random", tables="bound")
     s = m.state()
     n_dk = s["n_dk"][0].copy()
     n_kw = s["scale"] * s["nkw"].T.copy()

@@ -277,7 +277,7 @@ def curve_child(a):
                     "topics_above_1pct": int((w > 0.01).sum()),
                     "alpha": metrics.get("alpha"),
                     "gamma": metrics.get("gamma"),
-                    "topics_per_document": metrics.get("topics_per_document"),
+                    "tables_per_document": metrics.get("tables_per_document"),
                 }
             )
     print(json.dumps({"rows": rows, "D": c.D, "N": c.N}))

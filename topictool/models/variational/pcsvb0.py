@@ -100,6 +100,8 @@ import numpy as np
 
 from ...corpus.corpus import token_blocks
 from ...errors import InputError
+from ...kernels.rng import seed_row, splitmix64, uniform
+from ...kernels.special import digamma_diff
 from ...threads import BARRIERS, Barrier, barrier_wait, padded
 from . import kernels as kern
 from . import sticks
@@ -108,6 +110,10 @@ from .common import HDP_ALIASES, HDP_DEFAULTS, CollapsedHdpModel
 #: option alpha_update: (B7)-(B8), the stochastic form of (S4) over the corpus, or (B6), a step
 #: toward each document's own ratio (the paper's Algorithm)
 ALPHA_UPDATES = ("corpus", "document")
+MASK64 = (1 << 64) - 1
+#: option tables: what counts as a document's tables in alpha's update, (B6) or (B7): the expected
+#: tables of its counts drawn once from q (T1), or the paper's lower bound sum_k E_dk
+TABLES = ("sample", "bound")
 
 # ----------------------------------------------------------------------------
 # kernels
@@ -178,13 +184,79 @@ def _document_step(n_dk_d, q, n_d, s_d, tau_d, kappa, td, weight):
     return td + weight
 
 
+# One factor of prod_k (1 - q_k) for every k (kern.absent, m tokens of weight), and with a stream
+# (gen: a row, tables = "sample") the token's topic drawn from q m times into drawn: for one draw
+# (word by word, the common case) the first k whose running sum of q exceeds a uniform u, found in
+# the same loop (a rounding residue of the sum falls on the last topic).
+@numba.njit(cache=True, nogil=True, inline="always")
+def _absent_and_draw(prod, q, m, gen, drawn):
+    K = q.shape[0]
+    if gen.shape[0] == 0 or m != 1:
+        for k in range(K):
+            prod[k] = kern.absent(prod[k], q[k], m)
+        for _ in range(m if gen.shape[0] > 0 else 0):
+            u = uniform(gen, 0)
+            k = 0
+            while k < K - 1:
+                u -= q[k]
+                if u < 0.0:
+                    break
+                k += 1
+            drawn[k] += 1
+        return
+    u = uniform(gen, 0)
+    pick = K - 1
+    c = 0.0
+    for k in range(K):
+        prod[k] = kern.absent(prod[k], q[k], 1)
+        c += q[k]
+        if c > u and pick == K - 1:
+            pick = k
+    drawn[pick] += 1
+
+
+# (T1) for a document whose counts were drawn into ``drawn`` (cleared here for the next document):
+#     sum_{k: drawn_k > 0} alpha pi_k [Psi(alpha pi_k + drawn_k) - Psi(alpha pi_k)],
+# the expected number of tables of a CRP with concentration alpha pi_k given drawn_k customers. Under
+# q, sum_k E_dk = E[#{k: n_dk >= 1}] is a lower bound of E[tables] (a topic in use has one table at
+# least): it is what drains alpha as the topics sharpen (docs/models/variational.md). Plugging
+# n_dk's mean into the concave expectation errs the other way and runs away; one draw of the counts
+# is an unbiased estimate of E_q[tables], and rho^h averages the draws.
+@numba.njit(cache=True, nogil=True)
+def _expected_tables(drawn, api):
+    tables = 0.0
+    for k in range(drawn.shape[0]):
+        if drawn[k] > 0:
+            tables += api[k] * digamma_diff(api[k], drawn[k])
+            drawn[k] = 0
+    return tables
+
+
+# Room for a document's draws (``_absent_and_draw``): a stream and K counts, or none (tables = "bound").
+@numba.njit(cache=True, nogil=True)
+def _draw_space(sample_tables, K):
+    n = 1 if sample_tables else 0
+    return np.zeros((n, 4), dtype=np.uint64), np.zeros(K * n, dtype=np.int64)
+
+
+# The stream of document d's draws in a pass: seeded from (the pass's key, d), so that the draws depend
+# on the seed, the pass and the document only (not on the threads). Returns gen (gen.shape[0] == 0:
+# none, tables = "bound").
+@numba.njit(cache=True, nogil=True, inline="always")
+def _document_stream(gen, key, d):
+    if gen.shape[0] > 0:
+        seed_row(gen, 0, key, np.uint64(d))
+    return gen
+
+
 # Document d: burn_in passes of (B1)-(B2), then the final one, which also applies (B3) token by
 # token (``batch`` false) or adds the document's statistics into acc, acc_k (words marked in mark,
-# touched); prod[k] = prod_i (1 - q_ik) of the final pass. Returns (scale, t_c, n_touched).
+# touched); prod[k] = prod_i (1 - q_ik) of the final pass, and (gen a stream) the document's counts
+# drawn from its q into drawn. Returns (scale, t_c, n_touched).
 @numba.njit(cache=True, nogil=True)
 def _document(
     d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, api, q, prod, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c,
-    burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched,
+    burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched, gen, drawn,
 ):  # fmt: skip
     W, K = nkw.shape
     Vbeta = W * beta
@@ -217,23 +289,25 @@ def _document(
                         nkw[w, k] += g * q[k]
                         nk[k] += g * q[k]
                     t_c += weight
-                for k in range(K):
-                    prod[k] = kern.absent(prod[k], q[k], weight)
+                _absent_and_draw(prod, q, weight, gen, drawn)
     return scale, t_c, n_touched
 
 
 # The documents order[lo:hi] of a minibatch (or a thread's run of one), each by ``_document``; adds
-# their E_dk into E_mean (K). alpha is the current alpha (for (B6)'s denominators). Returns (scale,
-# t_c, n_touched, tokens, documents, sum_{d,k} E_dk, sum_d (Psi(n_d + alpha) - Psi(alpha))).
+# their E_dk into E_mean (K). alpha is the current alpha (for (B6)'s denominators). gen (1 x 4, or
+# 0 x 4 for tables = "bound"), drawn (K zeros, or none) and key (the pass's, ``_pass_key``): the
+# documents' draws. Returns (scale, t_c, n_touched, tokens, documents, the documents' tables (sum_{d,k}
+# E_dk, or (T1) summed over d), sum_d (Psi(n_d + alpha) - Psi(alpha))).
 @numba.njit(cache=True, nogil=True)
 def _run_documents(
     doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_dk, nkw, nk, scale, api, q, prod, E_mean, alpha, beta, N,
     s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched, alpha_corpus,
+    gen, drawn, key,
 ):  # fmt: skip
     K = nkw.shape[1]
     tokens = 0
     docs = 0
-    E_total = 0.0
+    tables = 0.0
     psi_total = 0.0
     for b in range(lo, hi):
         d = order[b]
@@ -245,22 +319,26 @@ def _run_documents(
         scale, t_c, n_touched = _document(
             d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, api, q, prod, beta, N, s_c, tau_c, s_d,
             tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched,
+            _document_stream(gen, key, d), drawn,
         )  # fmt: skip
         for k in range(K):
             e = 1.0 - prod[k]  # E_k
             E_mean[k] += e
-            E_total += e
+            if gen.shape[0] == 0:
+                tables += e
+        if gen.shape[0] > 0:
+            tables += _expected_tables(drawn, api)
         if not alpha_corpus:
             psi_total += sticks.alpha_denominator(alpha, n_d)
-    return scale, t_c, n_touched, tokens, docs, E_total, psi_total
+    return scale, t_c, n_touched, tokens, docs, tables, psi_total
 
 
-# After a minibatch of ``docs`` non-empty documents (E_mean: the sum of their E_dk): (B3) with its
-# statistics if ``batch``, then the sticks and hyper-parameters (B4)-(B6), (S1), (S3). Returns
-# (scale, t_c, t_h).
+# After a minibatch of ``docs`` non-empty documents (E_mean: the sum of their E_dk; tables: of their
+# tables, ``_run_documents``): (B3) with its statistics if ``batch``, then the sticks and
+# hyper-parameters (B4)-(B6), (S1), (S3). Returns (scale, t_c, t_h).
 @numba.njit(cache=True, nogil=True)
 def _minibatch_end(
-    nkw, nk, scale, acc, acc_k, mark, touched, n_touched, batch, N, tokens, docs, E_mean, E_total, psi_total,
+    nkw, nk, scale, acc, acc_k, mark, touched, n_touched, batch, N, tokens, docs, E_mean, tables, psi_total,
     s_c, tau_c, s_h, tau_h, kappa, t_c, t_h, stick_order, u, v, pi, hyper, D_total, optimize_alpha, optimize_gamma,
     reorder, alpha_corpus, len_values, len_counts, n_docs,
 ):  # fmt: skip
@@ -272,9 +350,9 @@ def _minibatch_end(
     for k in range(K):
         E_mean[k] /= docs
     rho = kern.step_size(s_h, tau_h, kappa, t_h)
-    target = E_total / psi_total if psi_total > 0.0 else 0.0
+    target = tables / psi_total if psi_total > 0.0 else 0.0
     _sticks_step(
-        nk, stick_order, u, v, pi, hyper, E_mean, target, E_total / docs, D_total, rho, optimize_alpha,
+        nk, stick_order, u, v, pi, hyper, E_mean, target, tables / docs, D_total, rho, optimize_alpha,
         optimize_gamma, reorder, alpha_corpus, len_values, len_counts, n_docs,
     )  # fmt: skip
     t_h += 1
@@ -284,12 +362,12 @@ def _minibatch_end(
 # One pass (B1)-(B6), (S1), (S3) over the documents in ``order`` on one thread: in minibatches of
 # ``minibatch`` documents, or (minibatch 0) word by word, which is minibatches of one document with
 # (B3) token by token. acc (W x K), acc_k (K) are zero and mark (W) is -1 on entry and exit.
-# Returns (scale, t_c, t_h).
+# sample_tables: (T1) for alpha, with the draws of the pass's key. Returns (scale, t_c, t_h).
 @numba.njit(cache=True, nogil=True)
 def _pcsvb0_pass(
     doc_ptr, word_ids, counts, doc_len, order, minibatch, n_dk, nkw, nk, scale, acc, acc_k, mark, touched,
     stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa, t_c, t_h, burn_in,
-    clumping, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts,
+    clumping, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts, sample_tables, key,
 ):  # fmt: skip
     K = nkw.shape[1]
     D = order.shape[0]
@@ -299,21 +377,22 @@ def _pcsvb0_pass(
     api = np.empty(K, dtype=np.float64)
     prod = np.empty(K, dtype=np.float64)
     E_mean = np.empty(K, dtype=np.float64)
+    gen, drawn = _draw_space(sample_tables, K)
     n_docs = _non_empty(len_counts)
     for lo in range(0, D, M):
         hi = min(lo + M, D)
         for k in range(K):
             api[k] = hyper[0] * pi[k]
             E_mean[k] = 0.0
-        scale, t_c, n_touched, tokens, docs, E_total, psi_total = _run_documents(
+        scale, t_c, n_touched, tokens, docs, tables, psi_total = _run_documents(
             doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_dk, nkw, nk, scale, api, q, prod, E_mean, hyper[0],
             beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, 0,
-            alpha_corpus,
+            alpha_corpus, gen, drawn, key,
         )  # fmt: skip
         if docs == 0:
             continue
         scale, t_c, t_h = _minibatch_end(
-            nkw, nk, scale, acc, acc_k, mark, touched, n_touched, batch, N, tokens, docs, E_mean, E_total, psi_total,
+            nkw, nk, scale, acc, acc_k, mark, touched, n_touched, batch, N, tokens, docs, E_mean, tables, psi_total,
             s_c, tau_c, s_h, tau_h, kappa, t_c, t_h, stick_order, u, v, pi, hyper, D_total, optimize_alpha,
             optimize_gamma, reorder, alpha_corpus, len_values, len_counts, n_docs,
         )  # fmt: skip
@@ -354,7 +433,7 @@ ROUND_TOKENS = 1 << 17
 @numba.njit(cache=True, nogil=True)
 def _document_view(
     d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, view, dwk, dk, mark, touched, n_touched, api, q, prod,
-    beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping,
+    beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, gen, drawn,
 ):  # fmt: skip
     W, K = nkw.shape
     Vbeta = W * beta
@@ -401,23 +480,24 @@ def _document_view(
                     dwk[w, k] += g * q[k]
                     dk[k] += g * q[k]
                 t_c += weight
-                for k in range(K):
-                    prod[k] = kern.absent(prod[k], q[k], weight)
+                _absent_and_draw(prod, q, weight, gen, drawn)
     view[0] = cb
     view[1] = cd
     return t_c, n_touched
 
 
 # A thread's run order[lo:hi] of a word-by-word round: ``_document_view`` for each document, its E_dk
-# into E_docs[b - first]. Returns n_touched.
+# into E_docs[b - first] and (tables_docs not empty: tables = "sample") its (T1) into
+# tables_docs[b - first], with the draws of the pass's key. Returns n_touched.
 @numba.njit(cache=True, nogil=True)
 def _view_run(
     doc_ptr, word_ids, counts, doc_len, order, lo, hi, first, n_dk, nkw, nk, scale, view, dwk, dk, mark, touched,
-    api, E_docs, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping,
+    api, E_docs, tables_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping,
 ):  # fmt: skip
     K = nkw.shape[1]
     q = np.empty(K, dtype=np.float64)
     prod = np.empty(K, dtype=np.float64)
+    gen, drawn = _draw_space(tables_docs.shape[0] > 0, K)
     n_touched = 0
     for b in range(lo, hi):
         d = order[b]
@@ -426,18 +506,22 @@ def _view_run(
             continue
         t_c, n_touched = _document_view(
             d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, view, dwk, dk, mark, touched, n_touched, api,
-            q, prod, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping,
+            q, prod, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, _document_stream(gen, key, d),
+            drawn,
         )  # fmt: skip
         for k in range(K):
             E_docs[b - first, k] = 1.0 - prod[k]
+        if gen.shape[0] > 0:
+            tables_docs[b - first] = _expected_tables(drawn, api)
     return n_touched
 
 
 # After a word-by-word round: (B4)-(B6), (S1), (S3) for each of its non-empty documents order[lo:hi]
-# in order, with its E_dk (E_docs[b - lo]), as the one-thread pass does after each document. Returns t_h.
+# in order, with its E_dk (E_docs[b - lo]) and tables (tables_docs[b - lo], or sum_k E_dk when it is
+# empty), as the one-thread pass does after each document. Returns t_h.
 @numba.njit(cache=True, nogil=True)
 def _round_sticks(
-    order, lo, hi, doc_len, E_docs, nk, stick_order, u, v, pi, hyper, D_total, s_h, tau_h, kappa, t_h,
+    order, lo, hi, doc_len, E_docs, tables_docs, nk, stick_order, u, v, pi, hyper, D_total, s_h, tau_h, kappa, t_h,
     optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts,
 ):  # fmt: skip
     K = nk.shape[0]
@@ -447,15 +531,17 @@ def _round_sticks(
         n_d = doc_len[order[b]]
         if n_d == 0:
             continue
-        E_total = 0.0
+        tables = 0.0
         for k in range(K):
             E_mean[k] = E_docs[b - lo, k]
-            E_total += E_mean[k]
+            tables += E_mean[k]
+        if tables_docs.shape[0] > 0:
+            tables = tables_docs[b - lo]
         psi = 0.0 if alpha_corpus else sticks.alpha_denominator(hyper[0], n_d)
         rho = kern.step_size(s_h, tau_h, kappa, t_h)
-        target = E_total / psi if psi > 0.0 else 0.0
+        target = tables / psi if psi > 0.0 else 0.0
         _sticks_step(
-            nk, stick_order, u, v, pi, hyper, E_mean, target, E_total, D_total, rho, optimize_alpha, optimize_gamma,
+            nk, stick_order, u, v, pi, hyper, E_mean, target, tables, D_total, rho, optimize_alpha, optimize_gamma,
             reorder, alpha_corpus, len_values, len_counts, n_docs,
         )  # fmt: skip
         t_h += 1
@@ -491,8 +577,9 @@ def _view_factors(views, scale, f):
 @numba.njit(cache=True, nogil=True)
 def _round_thread(
     tid, doc_ptr, word_ids, counts, doc_len, order, lo, cuts, tc_off, n_dk, nkw, nk, scale, views, dwk, dk, mark,
-    touched, E_docs, stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa, t_c,
-    t_h, burn_in, clumping, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts, barrier,
+    touched, E_docs, tables_docs, key, stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, s_d, tau_d, s_h,
+    tau_h, kappa, t_c, t_h, burn_in, clumping, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values,
+    len_counts, barrier,
 ):  # fmt: skip
     T = views.shape[0]
     W, K = nkw.shape
@@ -505,8 +592,8 @@ def _round_thread(
             api[k] = hyper[0] * pi[k]
         _view_run(
             doc_ptr, word_ids, counts, doc_len, order, cuts[i, tid], cuts[i, tid + 1], lo[i], n_dk, nkw, nk, scale,
-            views[tid], dwk[tid], dk[tid], mark[tid], touched[tid], api, E_docs, beta, N, s_c, tau_c, s_d, tau_d, kappa,
-            t_c + tc_off[i, tid], burn_in, clumping,
+            views[tid], dwk[tid], dk[tid], mark[tid], touched[tid], api, E_docs, tables_docs, key, beta, N, s_c, tau_c,
+            s_d, tau_d, kappa, t_c + tc_off[i, tid], burn_in, clumping,
         )  # fmt: skip
         barrier_wait(address)
         # _merge_views, each thread folding and merging its own range of words
@@ -518,8 +605,8 @@ def _round_thread(
         barrier_wait(address)
         if tid == 0:
             t_h = _round_sticks(
-                order, lo[i], lo[i + 1], doc_len, E_docs, nk, stick_order, u, v, pi, hyper, D_total, s_h, tau_h, kappa,
-                t_h, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts,
+                order, lo[i], lo[i + 1], doc_len, E_docs, tables_docs, nk, stick_order, u, v, pi, hyper, D_total, s_h,
+                tau_h, kappa, t_h, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts,
             )  # fmt: skip
         views[tid, 0] = 1.0
         views[tid, 1] = 1.0
@@ -549,9 +636,12 @@ class HdpPcsvb0(CollapsedHdpModel):
         "minibatch": 0,
         "burn_in": 0,
         "alpha_update": "document",
+        "tables": "sample",
     }
     aliases = HDP_ALIASES
-    STATE_VERSION = 3  # 3: E_bar, the running estimate of sum_k E_dk per document (B7)
+    # 3: E_bar, the running estimate of a document's tables (B7); 4: option tables (its default, sample,
+    # is new: a version-3 run resumes with the bound it began with)
+    STATE_VERSION = 4
     state_arrays = ("n_dk", "nkw", "nk", "u", "v", "pi", "order")
     state_scalars = {
         "scale": float, "t_c": int, "t_h": int, "alpha": float, "gamma": float, "gbar": float, "E_bar": float,
@@ -585,6 +675,15 @@ class HdpPcsvb0(CollapsedHdpModel):
         super().check_options(opts)
         if "alpha_update" in opts and opts["alpha_update"] not in ALPHA_UPDATES:
             raise InputError(f"option alpha_update={opts['alpha_update']!r}: expected corpus or document")
+        if "tables" in opts and opts["tables"] not in TABLES:
+            raise InputError(f"option tables={opts['tables']!r}: expected sample or bound")
+
+    @classmethod
+    def from_state(cls, corpus, options, arrays, threads=1):
+        # A run started before option tables (state version 3) goes on as it began, with the bound.
+        if "tables" not in options and int(arrays.get("version", cls.STATE_VERSION)) < 4:
+            options = {**options, "tables": "bound"}
+        return super().from_state(corpus, options, arrays, threads)
 
     @classmethod
     def upgrade_state(cls, arrays, version):
@@ -607,15 +706,21 @@ class HdpPcsvb0(CollapsedHdpModel):
                 acc_k[0], mark[0], touched[0], self.order, self.u, self.v, self.pi, hyper, float(o["beta"]),
                 float(self.N), float(self.D), *self._steps(), self.t_c, self.t_h,
                 *(o[k] for k in ("burn_in", "clumping", "optimize_alpha", "optimize_gamma", "reorder")),
-                o["alpha_update"] == "corpus", *self._lengths,
+                o["alpha_update"] == "corpus", *self._lengths, o["tables"] == "sample", self._pass_key(),
             )  # fmt: skip
         self.alpha, self.gamma, self.gbar, self.E_bar = (float(x) for x in hyper)
         self.iteration += 1
         return self._metrics(
             rho_c=float(kern.step_size(o["s_c"], o["tau_c"], o["kappa"], max(self.t_c - 1, 0))),
             rho_h=float(kern.step_size(o["s_h"], o["tau_h"], o["kappa"], max(self.t_h - 1, 0))),
-            topics_per_document=self.E_bar,
+            tables_per_document=self.E_bar,
         )
+
+    def _pass_key(self):
+        """The key of this pass's draws (tables = "sample"), from the seed and the passes done: a
+        resumed run draws what the straight one did, whatever the threads."""
+        _, key = splitmix64(np.uint64(self.seed ^ (self.iteration * 0x9E3779B97F4A7C15 & MASK64)))
+        return np.uint64(key)  # (numba returns a Python int, which it would take back as an int64)
 
     def _merge_views(self):
         """The threads' views composed into n_kw in thread order (thread t's documents follow thread
@@ -642,8 +747,10 @@ class HdpPcsvb0(CollapsedHdpModel):
         beta, N, alpha_corpus = float(o["beta"]), float(self.N), o["alpha_update"] == "corpus"
         # each thread's E_dk sums and scratch q, prod (written at every token: rows a cache line apart)
         E, q, prod = (padded(T, K, np.float64) for _ in range(3))
-        out, api = np.zeros((T, 4)), np.empty(K)  # tokens, documents, E_total, psi_total
+        out, api = np.zeros((T, 4)), np.empty(K)  # tokens, documents, tables, psi_total
         n_docs = _non_empty(self._lengths[1])
+        key = self._pass_key()
+        draws = [_draw_space(o["tables"] == "sample", K) for _ in range(T)]
         for lo in range(0, self.D, o["minibatch"]):
             hi = min(lo + o["minibatch"], self.D)
             cuts = lo + self._cuts(order[lo:hi])
@@ -651,12 +758,12 @@ class HdpPcsvb0(CollapsedHdpModel):
             E[:] = 0.0
 
             def part(t, cuts=cuts):
-                *_, n_touched[t], tokens, docs, E_total, psi_total = _run_documents(
+                *_, n_touched[t], tokens, docs, tables, psi_total = _run_documents(
                     *self._documents(), order, cuts[t], cuts[t + 1], self.n_dk, self.nkw, self.nk, self.scale, api,
                     q[t], prod[t], E[t], hyper[0], beta, N, s_c, tau_c, s_d, tau_d, kappa, self.t_c, o["burn_in"],
-                    o["clumping"], True, acc[t], acc_k[t], mark[t], touched[t], 0, alpha_corpus,
+                    o["clumping"], True, acc[t], acc_k[t], mark[t], touched[t], 0, alpha_corpus, *draws[t], key,
                 )  # fmt: skip
-                out[t] = tokens, docs, E_total, psi_total
+                out[t] = tokens, docs, tables, psi_total
 
             self.workers.run(part)
             tokens, docs = int(out[:, 0].sum()), int(out[:, 1].sum())
@@ -667,14 +774,14 @@ class HdpPcsvb0(CollapsedHdpModel):
             self.scale = kern.decay_scaled(self.nkw, self.nk, self.scale, rho)
             self._merge(self.nkw, self.nk, self._tables, np.full(T, rho * N / tokens / self.scale))
             self.t_c += 1
-            E_mean, E_total, psi_total = E[0].copy(), float(out[0, 2]), float(out[0, 3])
+            E_mean, tables, psi_total = E[0].copy(), float(out[0, 2]), float(out[0, 3])
             for t in range(1, T):  # thread order
                 E_mean += E[t]
-                E_total += float(out[t, 2])
+                tables += float(out[t, 2])
                 psi_total += float(out[t, 3])
             self.scale, self.t_c, self.t_h = _minibatch_end(
                 self.nkw, self.nk, self.scale, acc[0], acc_k[0], mark[0], touched[0], 0, False, N, tokens, docs,
-                E_mean, E_total, psi_total, s_c, tau_c, s_h, tau_h, kappa, self.t_c, self.t_h, self.order, self.u,
+                E_mean, tables, psi_total, s_c, tau_c, s_h, tau_h, kappa, self.t_c, self.t_h, self.order, self.u,
                 self.v, self.pi, hyper, float(self.D), o["optimize_alpha"], o["optimize_gamma"], o["reorder"],
                 alpha_corpus, *self._lengths, n_docs,
             )  # fmt: skip
@@ -697,6 +804,8 @@ class HdpPcsvb0(CollapsedHdpModel):
         lo = token_blocks(in_order, max(1, -(-int(in_order[-1]) // (ROUND_TOKENS * T))))
         # E_dk of a round's documents: at most D x K (a corpus that fits in one round), n_dk's size
         E_docs, api = np.zeros((int(np.diff(lo).max(initial=0)), K)), np.empty(K)
+        tables_docs = np.zeros(E_docs.shape[0] if o["tables"] == "sample" else 0)  # (T1) of a round's documents
+        key = self._pass_key()
         cuts, tc_off = np.empty((len(lo) - 1, T + 1), dtype=np.int64), np.empty((len(lo) - 1, T + 1), np.int64)
         for i in range(len(lo) - 1):
             ptr = np.zeros(lo[i + 1] - lo[i] + 1, dtype=np.int64)
@@ -711,7 +820,8 @@ class HdpPcsvb0(CollapsedHdpModel):
             def thread(t):
                 out[t] = _round_thread(
                     t, *self._documents(), order, lo, cuts, tc_off, self.n_dk, self.nkw, self.nk, self.scale,
-                    self._views, dwk, dk, mark, touched, E_docs, self.order, self.u, self.v, self.pi, hyper, beta, N,
+                    self._views, dwk, dk, mark, touched, E_docs, tables_docs, key, self.order, self.u, self.v, self.pi,
+                    hyper, beta, N,
                     float(self.D), s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa, self.t_c, self.t_h, o["burn_in"],
                     o["clumping"], o["optimize_alpha"], o["optimize_gamma"], o["reorder"], alpha_corpus,
                     *self._lengths, self._barrier.memory,
@@ -726,17 +836,17 @@ class HdpPcsvb0(CollapsedHdpModel):
             def part(t, i=i):
                 n_touched[t] = _view_run(
                     *self._documents(), order, cuts[i, t], cuts[i, t + 1], lo[i], self.n_dk, self.nkw, self.nk,
-                    self.scale, self._views[t], dwk[t], dk[t], mark[t], touched[t], api, E_docs, beta, N, s_c, tau_c,
-                    s_d, tau_d, kappa, self.t_c + int(tc_off[i, t]), o["burn_in"], o["clumping"],
+                    self.scale, self._views[t], dwk[t], dk[t], mark[t], touched[t], api, E_docs, tables_docs, key,
+                    beta, N, s_c, tau_c, s_d, tau_d, kappa, self.t_c + int(tc_off[i, t]), o["burn_in"], o["clumping"],
                 )  # fmt: skip
 
             self.workers.run(part)
             self._merge_views()
             self.t_c += int(tc_off[i, T])
             self.t_h = _round_sticks(
-                order, lo[i], lo[i + 1], self.doc_len, E_docs, self.nk, self.order, self.u, self.v, self.pi, hyper,
-                float(self.D), s_h, tau_h, kappa, self.t_h, o["optimize_alpha"], o["optimize_gamma"], o["reorder"],
-                alpha_corpus, *self._lengths,
+                order, lo[i], lo[i + 1], self.doc_len, E_docs, tables_docs, self.nk, self.order, self.u, self.v,
+                self.pi, hyper, float(self.D), s_h, tau_h, kappa, self.t_h, o["optimize_alpha"], o["optimize_gamma"],
+                o["reorder"], alpha_corpus, *self._lengths,
             )  # fmt: skip
 
     # -- estimates -----------------------------------------------------------------------
