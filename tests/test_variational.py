@@ -395,6 +395,58 @@ def test_checkpoints_of_state_version_1_still_resume(small_lda, cls, opts):
         assert np.array_equal(v, b.state()[k]), k
 
 
+def test_pcsvb0_runs_begun_before_option_tables_resume_with_the_bound(small_lda):
+    """A run recorded before option tables (state version 3, options without it) goes on with the
+    paper's bound it began with, to the bit; a state of today without the option takes the default."""
+    opts = HdpPcsvb0.resolve_options(dict(K=8, tables="bound"))
+    model = HdpPcsvb0(small_lda, opts, 3)
+    model.step()
+    old_opts = {k: v for k, v in opts.items() if k != "tables"}
+    resumed = HdpPcsvb0.from_state(small_lda, old_opts, dict(model.state(), version=np.int64(3)))
+    assert resumed.opts["tables"] == "bound"
+    model.step(), resumed.step()
+    for k, v in model.state().items():
+        assert np.array_equal(v, resumed.state()[k]), k
+    assert HdpPcsvb0.from_state(small_lda, old_opts, model.state()).opts["tables"] == "sample"
+    with pytest.raises(InputError, match="tables='all'"):
+        build(HdpPcsvb0, small_lda, tables="all")
+
+
+def test_pcsvb0_drawn_tables_are_unbiased():
+    """(T1) from one draw of a document's counts is an unbiased estimate of the expected tables under
+    q: over many streams its mean is the expectation over every assignment of the tokens (three
+    words, the last one twice, as clumping draws it)."""
+    from itertools import product
+
+    from topictool.models.variational.pcsvb0 import _absent_and_draw, _document_stream, _draw_space, _expected_tables
+
+    qs = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [0.5, 0.25, 0.25]])
+    weights = [1, 1, 2]
+    api = np.array([0.5, 2.0, 0.1])
+    rows = [i for i, m in enumerate(weights) for _ in range(m)]  # the tokens' q rows
+
+    def tables(c):
+        return sum(api[k] * (psi(api[k] + c[k]) - psi(api[k])) for k in range(3) if c[k] > 0)
+
+    mean = second = 0.0
+    for z in product(range(3), repeat=len(rows)):
+        p = np.prod([qs[r, k] for r, k in zip(rows, z)])
+        t = tables(np.bincount(z, minlength=3))
+        mean, second = mean + p * t, second + p * t * t
+    sd = np.sqrt(second - mean * mean)
+    gen, drawn = _draw_space(True, 3)
+    prod, n, total = np.ones(3), 20000, 0.0
+    for d in range(n):
+        _document_stream(gen, np.uint64(12345), d)
+        for q, m in zip(qs, weights):
+            _absent_and_draw(prod, q, m, gen, drawn)
+        assert drawn.sum() == len(rows)
+        total += _expected_tables(drawn, api)
+        assert not drawn.any()  # cleared for the next document
+    assert abs(total / n - mean) < 4 * sd / np.sqrt(n)
+    assert mean > sum(1 - np.prod([(1 - qs[r, k]) for r in rows]) for k in range(3))  # above the bound
+
+
 @pytest.mark.parametrize("alpha_update", ["document", "corpus"])
 def test_pcsvb0_checkpoints_of_state_version_2_still_resume(small_lda, alpha_update):
     """Version 2 had no E_bar: the document mode resumes to the same model as today's state; the

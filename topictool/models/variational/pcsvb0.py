@@ -22,18 +22,29 @@ then, with E_k = E[1(n_dk >= 1)] = 1 - prod_i (1 - q(z_di = k)) from the final p
     u_k <- (1 - rho^h_t) u_k + rho^h_t (1 + D E_k)                                    (B4)
     v_k <- (1 - rho^h_t) v_k + rho^h_t (gamma + D sum_{l>k} E_l)                      (B5)
     gamma <- (T - 1) / sum_{k<T} [Psi(u_k + v_k) - Psi(v_k)]                          (S3)
-    alpha <- (1 - rho^h_t) alpha + rho^h_t sum_k E_k / (Psi(n_d + alpha) - Psi(alpha))  (B6)
+    alpha <- (1 - rho^h_t) alpha + rho^h_t t_d / (Psi(n_d + alpha) - Psi(alpha))     (B6)
     pi_k = ubar_k prod_{l<k} (1 - ubar_l),  ubar_k = u_k / (u_k + v_k),  ubar_T = 1   (S1)
 ((B5) uses the gamma before (S3); ``optimize_gamma=false`` skips (S3) and
 ``optimize_alpha=false`` (B6); ``optimize_hyper`` before the rename set both.)
 
+t_d is the document's tables as alpha counts them (option ``tables``). The paper's (``bound``)
+is sum_k E_k, the expected number of topics in use, a lower bound of the tables: as the topics
+sharpen it falls to the handful of topics a document uses and alpha drains with it (to 0.7 on
+ch after 30 passes, docs/models/variational.md). The default (``sample``) draws the document's
+counts c_k once from the final pass's q (each token's topic, from a stream of the seed, the
+pass and the document) and takes the expected tables of a CRP with concentration alpha pi_k
+given them:
+    t_d = sum_{k: c_k > 0} alpha pi_k [Psi(alpha pi_k + c_k) - Psi(alpha pi_k)]          (T1)
+an unbiased estimate of E_q[tables] (which the bound is below, and which n_dk's mean plugged into
+the concave expectation overshoots); rho^h averages the draws.
+
 ``alpha_update = "corpus"`` replaces (B6), a step toward each document's own ratio, by the
 stochastic form of (S4) (the ratio of the corpus's sums, not a running mean of ratios):
-    E_bar <- (1 - rho^h_t) E_bar + rho^h_t sum_k E_k                                  (B7)
+    E_bar <- (1 - rho^h_t) E_bar + rho^h_t t_d                                        (B7)
     alpha solves  alpha sum_d [Psi(n_d + alpha) - Psi(alpha)] = D' E_bar               (B8)
 with D' the non-empty documents and the sum over the corpus's document-length histogram
-(``sticks.alpha_solve_lengths``, Newton from the current alpha). E_bar (the expected topics
-per document) is kept, and reported as ``topics_per_document``, in both modes. The default
+(``sticks.alpha_solve_lengths``, Newton from the current alpha). E_bar (the tables per
+document) is kept, and reported as ``tables_per_document``, in both modes. The default
 is the paper's (B6): on the movie reviews, ch and state_union both give the same alpha
 trajectory (docs/models/variational.md), because alpha follows the (S4) fixed point of the
 current topics in either form.
@@ -54,7 +65,7 @@ Speed-ups the paper names as next steps, both options here:
   token); then (B3) is applied once with the minibatch's statistics scaled to the
   corpus, N / |M| sum_{tokens of M} q 1[w_di = w] (|M| the minibatch's tokens), and
   (B4)-(B6) once with the minibatch's mean E_k and
-  alpha target sum_{d in M} sum_k E_dk / sum_{d in M} (Psi(n_d + alpha) - Psi(alpha)).
+  alpha target sum_{d in M} t_d / sum_{d in M} (Psi(n_d + alpha) - Psi(alpha)).
   Both step counters (c and h) then count minibatches.
   ``minibatch = 0`` (default) is the word-by-word algorithm above.
 
