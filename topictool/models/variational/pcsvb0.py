@@ -500,17 +500,19 @@ def _document_view(
 
 
 # A thread's run order[lo:hi] of a word-by-word round: ``_document_view`` for each document, its E_dk
-# into E_docs[b - first] and (tables_docs not empty: tables = "sample") its (T1) into
-# tables_docs[b - first], with the draws of the pass's key. Returns n_touched.
+# into E_docs[b - first] and (drawn_docs not empty: tables = "sample") its counts drawn with the pass's
+# key into drawn_docs[b - first] (zero on entry; (T1) is taken in ``_round_sticks``, with the alpha
+# pi of the document's turn, as one thread does). Returns n_touched.
 @numba.njit(cache=True, nogil=True)
 def _view_run(
     doc_ptr, word_ids, counts, doc_len, order, lo, hi, first, n_dk, nkw, nk, scale, view, dwk, dk, mark, touched,
-    api, E_docs, tables_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping,
+    api, E_docs, drawn_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping,
 ):  # fmt: skip
     K = nkw.shape[1]
     q = np.empty(K, dtype=np.float64)
     prod = np.empty(K, dtype=np.float64)
-    gen, drawn = _draw_space(tables_docs.shape[0] > 0, K)
+    sampled = drawn_docs.shape[0] > 0
+    gen, _ = _draw_space(sampled, 0)
     n_touched = 0
     for b in range(lo, hi):
         d = order[b]
@@ -520,25 +522,25 @@ def _view_run(
         t_c, n_touched = _document_view(
             d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, view, dwk, dk, mark, touched, n_touched, api,
             q, prod, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, _document_stream(gen, key, d),
-            drawn,
+            drawn_docs[b - first] if sampled else drawn_docs[0:0, 0],
         )  # fmt: skip
         for k in range(K):
             E_docs[b - first, k] = 1.0 - prod[k]
-        if gen.shape[0] > 0:
-            tables_docs[b - first] = _expected_tables(drawn, api)
     return n_touched
 
 
 # After a word-by-word round: (B4)-(B6), (S1), (S3) for each of its non-empty documents order[lo:hi]
-# in order, with its E_dk (E_docs[b - lo]) and tables (tables_docs[b - lo], or sum_k E_dk when it is
-# empty), as the one-thread pass does after each document. Returns t_h.
+# in order, with its E_dk (E_docs[b - lo]) and tables ((T1) of its drawn counts drawn_docs[b - lo]
+# with the current alpha pi, clearing them; sum_k E_dk when drawn_docs is empty), as the one-thread
+# pass does after each document. Returns t_h.
 @numba.njit(cache=True, nogil=True)
 def _round_sticks(
-    order, lo, hi, doc_len, E_docs, tables_docs, nk, stick_order, u, v, pi, hyper, D_total, s_h, tau_h, kappa, t_h,
+    order, lo, hi, doc_len, E_docs, drawn_docs, nk, stick_order, u, v, pi, hyper, D_total, s_h, tau_h, kappa, t_h,
     optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts,
 ):  # fmt: skip
     K = nk.shape[0]
     E_mean = np.empty(K, dtype=np.float64)
+    api = np.empty(K, dtype=np.float64)
     n_docs = _non_empty(len_counts)
     for b in range(lo, hi):
         n_d = doc_len[order[b]]
@@ -548,8 +550,10 @@ def _round_sticks(
         for k in range(K):
             E_mean[k] = E_docs[b - lo, k]
             tables += E_mean[k]
-        if tables_docs.shape[0] > 0:
-            tables = tables_docs[b - lo]
+        if drawn_docs.shape[0] > 0:
+            for k in range(K):
+                api[k] = hyper[0] * pi[k]
+            tables = _expected_tables(drawn_docs[b - lo], api)
         psi = 0.0 if alpha_corpus else sticks.alpha_denominator(hyper[0], n_d)
         rho = kern.step_size(s_h, tau_h, kappa, t_h)
         target = tables / psi if psi > 0.0 else 0.0
@@ -590,7 +594,7 @@ def _view_factors(views, scale, f):
 @numba.njit(cache=True, nogil=True)
 def _round_thread(
     tid, doc_ptr, word_ids, counts, doc_len, order, lo, cuts, tc_off, n_dk, nkw, nk, scale, views, dwk, dk, mark,
-    touched, E_docs, tables_docs, key, stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, s_d, tau_d, s_h,
+    touched, E_docs, drawn_docs, key, stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, s_d, tau_d, s_h,
     tau_h, kappa, t_c, t_h, burn_in, clumping, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values,
     len_counts, barrier,
 ):  # fmt: skip
@@ -605,7 +609,7 @@ def _round_thread(
             api[k] = hyper[0] * pi[k]
         _view_run(
             doc_ptr, word_ids, counts, doc_len, order, cuts[i, tid], cuts[i, tid + 1], lo[i], n_dk, nkw, nk, scale,
-            views[tid], dwk[tid], dk[tid], mark[tid], touched[tid], api, E_docs, tables_docs, key, beta, N, s_c, tau_c,
+            views[tid], dwk[tid], dk[tid], mark[tid], touched[tid], api, E_docs, drawn_docs, key, beta, N, s_c, tau_c,
             s_d, tau_d, kappa, t_c + tc_off[i, tid], burn_in, clumping,
         )  # fmt: skip
         barrier_wait(address)
@@ -618,7 +622,7 @@ def _round_thread(
         barrier_wait(address)
         if tid == 0:
             t_h = _round_sticks(
-                order, lo[i], lo[i + 1], doc_len, E_docs, tables_docs, nk, stick_order, u, v, pi, hyper, D_total, s_h,
+                order, lo[i], lo[i + 1], doc_len, E_docs, drawn_docs, nk, stick_order, u, v, pi, hyper, D_total, s_h,
                 tau_h, kappa, t_h, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts,
             )  # fmt: skip
         views[tid, 0] = 1.0
@@ -817,7 +821,8 @@ class HdpPcsvb0(CollapsedHdpModel):
         lo = token_blocks(in_order, max(1, -(-int(in_order[-1]) // (ROUND_TOKENS * T))))
         # E_dk of a round's documents: at most D x K (a corpus that fits in one round), n_dk's size
         E_docs, api = np.zeros((int(np.diff(lo).max(initial=0)), K)), np.empty(K)
-        tables_docs = np.zeros(E_docs.shape[0] if o["tables"] == "sample" else 0)  # (T1) of a round's documents
+        # the counts drawn from a round's documents' q (tables = "sample"), as many as E_docs
+        drawn_docs = np.zeros((E_docs.shape[0] if o["tables"] == "sample" else 0, K), dtype=np.int32)
         key = self._pass_key()
         cuts, tc_off = np.empty((len(lo) - 1, T + 1), dtype=np.int64), np.empty((len(lo) - 1, T + 1), np.int64)
         for i in range(len(lo) - 1):
@@ -833,7 +838,7 @@ class HdpPcsvb0(CollapsedHdpModel):
             def thread(t):
                 out[t] = _round_thread(
                     t, *self._documents(), order, lo, cuts, tc_off, self.n_dk, self.nkw, self.nk, self.scale,
-                    self._views, dwk, dk, mark, touched, E_docs, tables_docs, key, self.order, self.u, self.v, self.pi,
+                    self._views, dwk, dk, mark, touched, E_docs, drawn_docs, key, self.order, self.u, self.v, self.pi,
                     hyper, beta, N,
                     float(self.D), s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa, self.t_c, self.t_h, o["burn_in"],
                     o["clumping"], o["optimize_alpha"], o["optimize_gamma"], o["reorder"], alpha_corpus,
@@ -849,7 +854,7 @@ class HdpPcsvb0(CollapsedHdpModel):
             def part(t, i=i):
                 n_touched[t] = _view_run(
                     *self._documents(), order, cuts[i, t], cuts[i, t + 1], lo[i], self.n_dk, self.nkw, self.nk,
-                    self.scale, self._views[t], dwk[t], dk[t], mark[t], touched[t], api, E_docs, tables_docs, key,
+                    self.scale, self._views[t], dwk[t], dk[t], mark[t], touched[t], api, E_docs, drawn_docs, key,
                     beta, N, s_c, tau_c, s_d, tau_d, kappa, self.t_c + int(tc_off[i, t]), o["burn_in"], o["clumping"],
                 )  # fmt: skip
 
@@ -857,7 +862,7 @@ class HdpPcsvb0(CollapsedHdpModel):
             self._merge_views()
             self.t_c += int(tc_off[i, T])
             self.t_h = _round_sticks(
-                order, lo[i], lo[i + 1], self.doc_len, E_docs, tables_docs, self.nk, self.order, self.u, self.v,
+                order, lo[i], lo[i + 1], self.doc_len, E_docs, drawn_docs, self.nk, self.order, self.u, self.v,
                 self.pi, hyper, float(self.D), s_h, tau_h, kappa, self.t_h, o["optimize_alpha"], o["optimize_gamma"],
                 o["reorder"], alpha_corpus, *self._lengths,
             )  # fmt: skip
