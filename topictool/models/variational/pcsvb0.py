@@ -412,6 +412,16 @@ def _pcsvb0_pass(
     return scale, t_c, t_h
 
 
+# The non-empty documents of order[lo:hi].
+@numba.njit(cache=True, nogil=True)
+def _non_empty_run(order, lo, hi, doc_len):
+    n = 0
+    for b in range(lo, hi):
+        if doc_len[order[b]] > 0:
+            n += 1
+    return n
+
+
 # The corpus's non-empty documents (the sum of the length histogram's counts).
 @numba.njit(cache=True, nogil=True)
 def _non_empty(len_counts):
@@ -502,15 +512,23 @@ def _document_view(
 # A thread's run order[lo:hi] of a word-by-word round: ``_document_view`` for each document, its E_dk
 # into E_docs[b - first] and (drawn_docs not empty: tables = "sample") its counts drawn with the pass's
 # key into drawn_docs[b - first] (zero on entry; (T1) is taken in ``_round_sticks``, with the alpha
-# pi of the document's turn, as one thread does). Returns n_touched.
+# pi of the document's turn, as one thread does). The documents' prior is alpha pi of the round's
+# start (pi, alpha); with drawn tables and ``step_alpha`` the thread steps its own copy of alpha
+# through its documents by (B6), as if they came right after the round's start (their step counts
+# from t_h on): a round is about half a pass at 2 threads on the movie reviews, and (T1) feeds
+# alpha back into q, so an alpha held for a round ends 1-2 % worse there. Returns n_touched.
 @numba.njit(cache=True, nogil=True)
 def _view_run(
     doc_ptr, word_ids, counts, doc_len, order, lo, hi, first, n_dk, nkw, nk, scale, view, dwk, dk, mark, touched,
-    api, E_docs, drawn_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping,
+    pi, alpha, t_h, s_h, tau_h, step_alpha, E_docs, drawn_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c,
+    burn_in, clumping,
 ):  # fmt: skip
     K = nkw.shape[1]
     q = np.empty(K, dtype=np.float64)
     prod = np.empty(K, dtype=np.float64)
+    api = np.empty(K, dtype=np.float64)
+    for k in range(K):
+        api[k] = alpha * pi[k]
     sampled = drawn_docs.shape[0] > 0
     gen, _ = _draw_space(sampled, 0)
     n_touched = 0
@@ -526,6 +544,14 @@ def _view_run(
         )  # fmt: skip
         for k in range(K):
             E_docs[b - first, k] = 1.0 - prod[k]
+        if sampled and step_alpha:  # (B6) on the thread's own alpha (the counts stay for _round_sticks)
+            tables = _expected_tables(drawn_docs[b - first].copy(), api)
+            rho = kern.step_size(s_h, tau_h, kappa, t_h)
+            alpha = (1.0 - rho) * alpha + rho * tables / sticks.alpha_denominator(alpha, n_d)
+            alpha = min(max(alpha, sticks.HYPER_MIN), sticks.HYPER_MAX)
+            for k in range(K):
+                api[k] = alpha * pi[k]
+            t_h += 1
     return n_touched
 
 
@@ -599,18 +625,16 @@ def _round_thread(
     len_counts, barrier,
 ):  # fmt: skip
     T = views.shape[0]
-    W, K = nkw.shape
+    W = nkw.shape[0]
     address = barrier.ctypes.data
-    api = np.empty(K, dtype=np.float64)
     f = np.empty(T, dtype=np.float64)
     w0, w1 = W * tid // T, W * (tid + 1) // T  # threads.split(W, T)
+    step_alpha = optimize_alpha and not alpha_corpus
     for i in range(lo.shape[0] - 1):
-        for k in range(K):
-            api[k] = hyper[0] * pi[k]
         _view_run(
             doc_ptr, word_ids, counts, doc_len, order, cuts[i, tid], cuts[i, tid + 1], lo[i], n_dk, nkw, nk, scale,
-            views[tid], dwk[tid], dk[tid], mark[tid], touched[tid], api, E_docs, drawn_docs, key, beta, N, s_c, tau_c,
-            s_d, tau_d, kappa, t_c + tc_off[i, tid], burn_in, clumping,
+            views[tid], dwk[tid], dk[tid], mark[tid], touched[tid], pi, hyper[0], t_h, s_h, tau_h, step_alpha, E_docs,
+            drawn_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c + tc_off[i, tid], burn_in, clumping,
         )  # fmt: skip
         barrier_wait(address)
         # _merge_views, each thread folding and merging its own range of words
@@ -621,10 +645,11 @@ def _round_thread(
             kern.merge_totals(nk, dk, f)
         barrier_wait(address)
         if tid == 0:
-            t_h = _round_sticks(
+            _round_sticks(
                 order, lo[i], lo[i + 1], doc_len, E_docs, drawn_docs, nk, stick_order, u, v, pi, hyper, D_total, s_h,
                 tau_h, kappa, t_h, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts,
             )  # fmt: skip
+        t_h += _non_empty_run(order, lo[i], lo[i + 1], doc_len)  # every thread: the next round's t_h
         views[tid, 0] = 1.0
         views[tid, 1] = 1.0
         t_c += tc_off[i, T]
@@ -820,7 +845,8 @@ class HdpPcsvb0(CollapsedHdpModel):
         np.cumsum(self.doc_len[order], out=in_order[1:])
         lo = token_blocks(in_order, max(1, -(-int(in_order[-1]) // (ROUND_TOKENS * T))))
         # E_dk of a round's documents: at most D x K (a corpus that fits in one round), n_dk's size
-        E_docs, api = np.zeros((int(np.diff(lo).max(initial=0)), K)), np.empty(K)
+        E_docs = np.zeros((int(np.diff(lo).max(initial=0)), K))
+        step_alpha = o["optimize_alpha"] and not alpha_corpus  # _view_run
         # the counts drawn from a round's documents' q (tables = "sample"), as many as E_docs
         drawn_docs = np.zeros((E_docs.shape[0] if o["tables"] == "sample" else 0, K), dtype=np.int32)
         key = self._pass_key()
@@ -849,13 +875,13 @@ class HdpPcsvb0(CollapsedHdpModel):
             self.scale, self.t_c, self.t_h = out[0]
             return
         for i in range(len(lo) - 1):
-            api[:] = hyper[0] * self.pi
 
             def part(t, i=i):
                 n_touched[t] = _view_run(
                     *self._documents(), order, cuts[i, t], cuts[i, t + 1], lo[i], self.n_dk, self.nkw, self.nk,
-                    self.scale, self._views[t], dwk[t], dk[t], mark[t], touched[t], api, E_docs, drawn_docs, key,
-                    beta, N, s_c, tau_c, s_d, tau_d, kappa, self.t_c + int(tc_off[i, t]), o["burn_in"], o["clumping"],
+                    self.scale, self._views[t], dwk[t], dk[t], mark[t], touched[t], self.pi, hyper[0], self.t_h, s_h,
+                    tau_h, step_alpha, E_docs, drawn_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa,
+                    self.t_c + int(tc_off[i, t]), o["burn_in"], o["clumping"],
                 )  # fmt: skip
 
             self.workers.run(part)
