@@ -159,7 +159,7 @@ def planted():
 # ratio of 2 threads' perplexity to one's is averaged over the seeds: hdp-pcvb0's partitioned
 # threads land -0.6% to +0.4% from one thread on seeds 1, 2, 4, 5 but +1.25% on seed 3 (where the
 # two runs keep different numbers of topics), +0.16% on average; hdp-pcsvb0's word-by-word
-# threads (alpha's tables drawn, its default) -0.7% to +1.9%, +0.68% on average (with the bound:
+# threads (alpha's tables drawn, its default) -0.9% to +1.6%, +0.36% on average (with the bound:
 # -1.1% to +1.7%, +0.12%).
 QUALITY = [
     (LdaSvi, dict(K=10, minibatch=50), 15, (3,)),
