@@ -407,9 +407,15 @@ def test_pcsvb0_runs_begun_before_option_tables_resume_with_the_bound(small_lda)
     model.step(), resumed.step()
     for k, v in model.state().items():
         assert np.array_equal(v, resumed.state()[k]), k
-    assert HdpPcsvb0.from_state(small_lda, old_opts, model.state()).opts["tables"] == "sample"
+    today = HdpPcsvb0.from_state(small_lda, old_opts, model.state())
+    assert today.opts["tables"] == "auto" and today._sample_tables
     with pytest.raises(InputError, match="tables='all'"):
         build(HdpPcsvb0, small_lda, tables="all")
+    # auto: the draws word by word, the bound with clumping; sample and bound as given
+    for tables, clumping, drawn in [
+        ("auto", False, True), ("auto", True, False), ("sample", True, True), ("bound", False, False),
+    ]:  # fmt: skip
+        assert build(HdpPcsvb0, small_lda, K=8, tables=tables, clumping=clumping)._sample_tables == drawn
 
 
 def test_pcsvb0_drawn_tables_are_unbiased():

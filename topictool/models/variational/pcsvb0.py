@@ -30,13 +30,14 @@ then, with E_k = E[1(n_dk >= 1)] = 1 - prod_i (1 - q(z_di = k)) from the final p
 t_d is the document's tables as alpha counts them (option ``tables``). The paper's (``bound``)
 is sum_k E_k, the expected number of topics in use, a lower bound of the tables: as the topics
 sharpen it falls to the handful of topics a document uses and alpha drains with it (to 0.7 on
-ch after 30 passes, docs/models/variational.md). The default (``sample``) draws the document's
-counts c_k once from the final pass's q (each token's topic, from a stream of the seed, the
-pass and the document) and takes the expected tables of a CRP with concentration alpha pi_k
-given them:
+ch after 30 passes, docs/models/variational.md). ``sample`` draws the document's counts c_k once
+from the final pass's q (each token's topic, from a stream of the seed, the pass and the
+document) and takes the expected tables of a CRP with concentration alpha pi_k given them:
     t_d = sum_{k: c_k > 0} alpha pi_k [Psi(alpha pi_k + c_k) - Psi(alpha pi_k)]          (T1)
 an unbiased estimate of E_q[tables] (which the bound is below, and which n_dk's mean plugged into
-the concave expectation overshoots); rho^h averages the draws.
+the concave expectation overshoots); rho^h averages the draws. The default, ``auto``, is
+``sample``, or ``bound`` with ``clumping`` (there a word's copies are drawn from one q, spread
+over more topics than word by word's, and alpha ran away on the movie reviews).
 
 ``alpha_update = "corpus"`` replaces (B6), a step toward each document's own ratio, by the
 stochastic form of (S4) (the ratio of the corpus's sums, not a running mean of ratios):
@@ -123,8 +124,10 @@ from .common import HDP_ALIASES, HDP_DEFAULTS, CollapsedHdpModel
 ALPHA_UPDATES = ("corpus", "document")
 MASK64 = (1 << 64) - 1
 #: option tables: what counts as a document's tables in alpha's update, (B6) or (B7): the expected
-#: tables of its counts drawn once from q (T1), or the paper's lower bound sum_k E_dk
-TABLES = ("sample", "bound")
+#: tables of its counts drawn once from q (T1), the paper's lower bound sum_k E_dk, or (auto) the
+#: draws but with clumping the bound (a word's copies drawn from one q spread over more topics than
+#: word by word's, and alpha ran away: docs/models/variational.md)
+TABLES = ("auto", "sample", "bound")
 
 # ----------------------------------------------------------------------------
 # kernels
@@ -678,7 +681,7 @@ class HdpPcsvb0(CollapsedHdpModel):
         "minibatch": 0,
         "burn_in": 0,
         "alpha_update": "document",
-        "tables": "sample",
+        "tables": "auto",
     }
     aliases = HDP_ALIASES
     # 3: E_bar, the running estimate of a document's tables (B7); 4: option tables (its default, sample,
@@ -718,7 +721,7 @@ class HdpPcsvb0(CollapsedHdpModel):
         if "alpha_update" in opts and opts["alpha_update"] not in ALPHA_UPDATES:
             raise InputError(f"option alpha_update={opts['alpha_update']!r}: expected corpus or document")
         if "tables" in opts and opts["tables"] not in TABLES:
-            raise InputError(f"option tables={opts['tables']!r}: expected sample or bound")
+            raise InputError(f"option tables={opts['tables']!r}: expected auto, sample or bound")
 
     @classmethod
     def from_state(cls, corpus, options, arrays, threads=1):
@@ -748,7 +751,7 @@ class HdpPcsvb0(CollapsedHdpModel):
                 acc_k[0], mark[0], touched[0], self.order, self.u, self.v, self.pi, hyper, float(o["beta"]),
                 float(self.N), float(self.D), *self._steps(), self.t_c, self.t_h,
                 *(o[k] for k in ("burn_in", "clumping", "optimize_alpha", "optimize_gamma", "reorder")),
-                o["alpha_update"] == "corpus", *self._lengths, o["tables"] == "sample", self._pass_key(),
+                o["alpha_update"] == "corpus", *self._lengths, self._sample_tables, self._pass_key(),
             )  # fmt: skip
         self.alpha, self.gamma, self.gbar, self.E_bar = (float(x) for x in hyper)
         self.iteration += 1
@@ -757,6 +760,12 @@ class HdpPcsvb0(CollapsedHdpModel):
             rho_h=float(kern.step_size(o["s_h"], o["tau_h"], o["kappa"], max(self.t_h - 1, 0))),
             tables_per_document=self.E_bar,
         )
+
+    @property
+    def _sample_tables(self):
+        """(T1) for alpha's tables (option tables; auto: unless clumping)."""
+        tables = self.opts["tables"]
+        return tables == "sample" or (tables == "auto" and not self.opts["clumping"])
 
     def _pass_key(self):
         """The key of this pass's draws (tables = "sample"), from the seed and the passes done: a
@@ -792,7 +801,7 @@ class HdpPcsvb0(CollapsedHdpModel):
         out, api = np.zeros((T, 4)), np.empty(K)  # tokens, documents, tables, psi_total
         n_docs = _non_empty(self._lengths[1])
         key = self._pass_key()
-        draws = [_draw_space(o["tables"] == "sample", K) for _ in range(T)]
+        draws = [_draw_space(self._sample_tables, K) for _ in range(T)]
         for lo in range(0, self.D, o["minibatch"]):
             hi = min(lo + o["minibatch"], self.D)
             cuts = lo + self._cuts(order[lo:hi])
@@ -848,7 +857,7 @@ class HdpPcsvb0(CollapsedHdpModel):
         E_docs = np.zeros((int(np.diff(lo).max(initial=0)), K))
         step_alpha = o["optimize_alpha"] and not alpha_corpus  # _view_run
         # the counts drawn from a round's documents' q (tables = "sample"), as many as E_docs
-        drawn_docs = np.zeros((E_docs.shape[0] if o["tables"] == "sample" else 0, K), dtype=np.int32)
+        drawn_docs = np.zeros((E_docs.shape[0] if self._sample_tables else 0, K), dtype=np.int32)
         key = self._pass_key()
         cuts, tc_off = np.empty((len(lo) - 1, T + 1), dtype=np.int64), np.empty((len(lo) - 1, T + 1), np.int64)
         for i in range(len(lo) - 1):
