@@ -396,8 +396,9 @@ def test_checkpoints_of_state_version_1_still_resume(small_lda, cls, opts):
 
 
 def test_pcsvb0_runs_begun_before_option_tables_resume_with_the_bound(small_lda):
-    """A run recorded before option tables (state version 3, options without it) goes on with the
-    paper's bound it began with, to the bit; a state of today without the option takes the default."""
+    """A run recorded before option tables (options without it, as its run.json keeps them) goes on
+    with the paper's bound it began with, to the bit, at every resume: from a checkpoint of state
+    version 3 and from one its resumed run wrote (version 4). Options that name it are obeyed."""
     opts = HdpPcsvb0.resolve_options(dict(K=8, tables="bound"))
     model = HdpPcsvb0(small_lda, opts, 3)
     model.step()
@@ -405,9 +406,12 @@ def test_pcsvb0_runs_begun_before_option_tables_resume_with_the_bound(small_lda)
     resumed = HdpPcsvb0.from_state(small_lda, old_opts, dict(model.state(), version=np.int64(3)))
     assert resumed.opts["tables"] == "bound"
     model.step(), resumed.step()
+    again = HdpPcsvb0.from_state(small_lda, old_opts, resumed.state())  # the second resume
+    assert again.opts["tables"] == "bound" and not again._sample_tables
+    model.step(), again.step()
     for k, v in model.state().items():
-        assert np.array_equal(v, resumed.state()[k]), k
-    today = HdpPcsvb0.from_state(small_lda, old_opts, model.state())
+        assert np.array_equal(v, again.state()[k]), k
+    today = HdpPcsvb0.from_state(small_lda, HdpPcsvb0.resolve_options(dict(K=8)), model.state())
     assert today.opts["tables"] == "auto" and today._sample_tables
     with pytest.raises(InputError, match="tables='all'"):
         build(HdpPcsvb0, small_lda, tables="all")
@@ -416,6 +420,43 @@ def test_pcsvb0_runs_begun_before_option_tables_resume_with_the_bound(small_lda)
         ("auto", False, True), ("auto", True, False), ("sample", True, True), ("bound", False, False),
     ]:  # fmt: skip
         assert build(HdpPcsvb0, small_lda, K=8, tables=tables, clumping=clumping)._sample_tables == drawn
+
+
+@pytest.mark.parametrize("K", [1, 7, 8, 9, 16, 17, 200])
+def test_pcsvb0_draw_is_the_first_topic_whose_running_sum_exceeds_u(K):
+    """_draw (blocks of 8, then a scan) against cumsum; u near 1 with q summing a little under 1 (as
+    q does after normalising by a product) falls on the last topic, never past it."""
+    from topictool.models.variational.pcsvb0 import _draw
+
+    rng = np.random.default_rng(K)
+    for _ in range(200):
+        q = rng.random(K) ** 3
+        q *= 1.0 / q.sum()
+        u = rng.random()
+        running = np.cumsum(q)
+        assert _draw(q, u) == (int(np.argmax(running > u)) if running[-1] > u else K - 1)
+    q = np.full(K, 1.0 / K * (1 - 2.0**-52))
+    assert _draw(q, 1 - 2.0**-53) == K - 1
+    assert _draw(q, 0.0) == 0
+
+
+def test_pcsvb0_passes_draw_afresh(small_lda):
+    """The draws' key changes with the pass and the seed, so a document's counts are drawn anew."""
+    a = build(HdpPcsvb0, small_lda, K=8)
+    first = a._pass_key()
+    a.step()
+    assert a._pass_key() != first
+    assert build(HdpPcsvb0, small_lda, seed=2, K=8)._pass_key() != first
+
+
+def test_pcsvb0_tables_of_an_underflowed_topic():
+    """A topic drawn where alpha pi_k has underflowed to 0 counts the limit of (T1), one table."""
+    from topictool.models.variational.pcsvb0 import _expected_tables
+
+    drawn = np.array([2, 3], dtype=np.int64)
+    api = np.array([0.0, 0.5])
+    assert _expected_tables(drawn, api) == pytest.approx(1.0 + 0.5 * (psi(3.5) - psi(0.5)), rel=1e-12)
+    assert not drawn.any()
 
 
 def test_pcsvb0_drawn_tables_are_unbiased():

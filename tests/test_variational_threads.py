@@ -30,6 +30,7 @@ VARIANTS = [
     (HdpPcvb0, dict(K=8)),
     (HdpPcvb0, dict(K=8, clumping=True, init="random")),
     (HdpPcsvb0, dict(K=8)),  # word by word: rounds of views
+    (HdpPcsvb0, dict(K=8, tables="bound")),  # the paper's tables, word by word
     (HdpPcsvb0, dict(K=8, clumping=True, burn_in=1, s_c=500.0)),  # rho^c near 1: scales fold often
     (HdpPcsvb0, dict(K=8, minibatch=10, alpha_update="corpus")),
 ]
@@ -96,6 +97,7 @@ IN_KERNEL = [
     (HdpPcvb0, dict(K=8)),
     (HdpPcvb0, dict(K=8, clumping=True, init="random")),
     (HdpPcsvb0, dict(K=8)),  # word by word
+    (HdpPcsvb0, dict(K=8, tables="bound")),
     (HdpPcsvb0, dict(K=8, clumping=True, burn_in=1, s_c=500.0)),  # rho^c near 1: the views fold often
     (HdpPcsvb0, dict(K=8, alpha_update="corpus", optimize_gamma=False)),
 ]

@@ -211,12 +211,14 @@ def _absent_and_draw(prod, q, m, gen, drawn):
 # The first k whose running sum of q exceeds u (u uniform on [0, 1): a draw from q; a rounding residue
 # falls on the last topic). By blocks of 8 first: each block's sum is a few independent additions
 # that the processor runs ahead, where one running sum over K topics would wait on K additions in
-# turn (as a fused loop did: +35 % of a pass's time at K = 200).
+# turn (as a fused loop did: +35 % of a pass's time at K = 200). The last block is always left to
+# the scan, which stops at K - 1: q sums to a little under 1 as often as not, and a u above the
+# blocks' sum must not run past the last topic.
 @numba.njit(cache=True, nogil=True, inline="always")
 def _draw(q, u):
     K = q.shape[0]
     b = 0
-    while b + 8 <= K:
+    while b + 8 < K:
         s = ((q[b] + q[b + 1]) + (q[b + 2] + q[b + 3])) + ((q[b + 4] + q[b + 5]) + (q[b + 6] + q[b + 7]))
         if u < s:
             break
@@ -243,7 +245,10 @@ def _expected_tables(drawn, api):
     tables = 0.0
     for k in range(drawn.shape[0]):
         if drawn[k] > 0:
-            tables += api[k] * digamma_diff(api[k], drawn[k])
+            if api[k] > 0.0:
+                tables += api[k] * digamma_diff(api[k], drawn[k])
+            else:  # alpha pi_k underflowed: the limit, one table
+                tables += 1.0
             drawn[k] = 0
     return tables
 
@@ -684,8 +689,8 @@ class HdpPcsvb0(CollapsedHdpModel):
         "tables": "auto",
     }
     aliases = HDP_ALIASES
-    # 3: E_bar, the running estimate of a document's tables (B7); 4: option tables (its default, sample,
-    # is new: a version-3 run resumes with the bound it began with)
+    # 3: E_bar, the running estimate of a document's tables (B7); 4: option tables (a run whose
+    # options lack it resumes with the bound it began with: from_state)
     STATE_VERSION = 4
     state_arrays = ("n_dk", "nkw", "nk", "u", "v", "pi", "order")
     state_scalars = {
@@ -725,8 +730,9 @@ class HdpPcsvb0(CollapsedHdpModel):
 
     @classmethod
     def from_state(cls, corpus, options, arrays, threads=1):
-        # A run started before option tables (state version 3) goes on as it began, with the bound.
-        if "tables" not in options and int(arrays.get("version", cls.STATE_VERSION)) < 4:
+        # A run started before option tables goes on as it began, with the bound: its recorded options
+        # lack the option (every run started since records it), whatever its checkpoints' version.
+        if "tables" not in options:
             options = {**options, "tables": "bound"}
         return super().from_state(corpus, options, arrays, threads)
 
