@@ -647,6 +647,25 @@ def weighted_column_sums(cnt, phi, out, lo, hi):
             out[k] += c * phi[j, k]
 
 
+# sum_j cnt_j x_j in row order: one column of weighted_column_sums (the same additions, so the same
+# bits), for a move's new columns (split_merge.MoveState's usage cache).
+@numba.njit(cache=True, nogil=True)
+def weighted_sum(cnt, x):
+    s = 0.0
+    for j in range(x.shape[0]):
+        s += cnt[j] * x[j]
+    return s
+
+
+# The history part of the online update of lambda for topics k0..k1-1: out_kw = keep (lam_kw - eta)
+# (the same two roundings as numpy's keep * (lam - eta)); split_merge's hist.
+@numba.njit(cache=True, nogil=True)
+def decayed_rows(lam, eta, keep, out, k0, k1):
+    for k in range(k0, k1):
+        for w in range(lam.shape[1]):
+            out[k, w] = keep * (lam[k, w] - eta)
+
+
 # Bhattacharyya coefficients sum_w sqrt(p_jw p_kw) of E[phi_j] (the rows of lam normalised) with
 # E[phi_k], for j in [lo, hi): split_merge.MoveState.closest_topic, by ranges of topics.
 @numba.njit(cache=True, nogil=True)

@@ -472,18 +472,31 @@ class _VariationalHdp(Model):
         by_ranges(self.workers, K, lambda lo, hi: kern.topic_terms_range(lam, self.beta, out, elog_sum, lo, hi))
         return out
 
-    def _topic_terms_beside(self, serial_part, elog_sum):
-        """serial_part() and _topic_terms(elog_sum=elog_sum): one after the other on one thread;
-        on T > 1 threads serial_part on thread 0 (Python, which would otherwise leave the other
-        threads idle) while the others take topics one at a time from a shared counter, thread 0
-        joining them when its part is done. Each topic's terms are its own (out[k], elog_sum[k]),
-        so the result is the same for every T and whichever thread takes a topic."""
+    def _topic_terms_beside(self, serial_part, elog_sum, hist=None, keep=0.0):
+        """serial_part() and _topic_terms(elog_sum=elog_sum), and with ``hist`` (K, W) the history
+        part of the update, hist = keep (lambda - beta): one after the other on one thread; on
+        T > 1 threads serial_part on thread 0 (Python, which would otherwise leave the other
+        threads idle) while the others take topics one at a time from a shared counter (their
+        terms, then their rows of hist), thread 0 joining them when its part is done. Each
+        topic's terms and row are its own (out[k], elog_sum[k], hist[k]), so the result is the
+        same for every T and whichever thread takes a topic."""
+        lam, K = self.lam, self.lam.shape[0]
+        rows = 0 if hist is None else K
         if self.threads == 1:
             serial_part()
-            return self._topic_terms(elog_sum=elog_sum)
-        lam, K = self.lam, self.lam.shape[0]
+            out = self._topic_terms(elog_sum=elog_sum)
+            if rows:
+                kern.decayed_rows(lam, self.beta, keep, hist, 0, K)
+            return out
         out = np.empty(K)
-        topics = handed_out(K, lambda k: kern.topic_terms_range(lam, self.beta, out, elog_sum, k, k + 1))
+
+        def item(i):
+            if i < K:
+                kern.topic_terms_range(lam, self.beta, out, elog_sum, i, i + 1)
+            else:
+                kern.decayed_rows(lam, self.beta, keep, hist, i - K, i - K + 1)
+
+        topics = handed_out(K + rows, item)
 
         def part(t):
             if t == 0:
@@ -769,18 +782,19 @@ class OnlineHdp(_VariationalHdp):
             if o["hyper_burn_in"] <= self.iteration and o["optimize_alpha"]:
                 hat["alpha"] = self._alpha_hat(theta, n, beta_new, scale)
 
-        # the bound of the model as it met this minibatch (after the local step); its topic terms
-        # are computed beside the serial part (neither reads what the other writes)
-        elog_sum = np.empty(K)
-        T = self._topic_terms_beside(serial_part, elog_sum)
-        elbo = float(kern.log_stick_prior(self.beta_star, self.gamma)) + T.sum() + scale * doc_elbo_sum
-        beta_hat = hat["beta"]
-
         # the online update of lambda (on its pseudo-counts lambda - beta) and of beta*, in parts
         # (split_merge.MoveState): lambda = beta + (1 - rho)(lambda - beta) + rho D/|S| sstats
         # (hdp-online: in one threaded kernel, below, from the prior before this step's update)
         fused, old_prior = not self.moves, self.beta
-        hist = None if fused else (1.0 - rho) * (self.lam - self.beta)
+        hist = None if fused else np.empty_like(self.lam)
+
+        # the bound of the model as it met this minibatch (after the local step); its topic terms
+        # (and the moves' history part of lambda) are computed beside the serial part (neither
+        # reads what the other writes)
+        elog_sum = np.empty(K)
+        T = self._topic_terms_beside(serial_part, elog_sum, hist, 1.0 - rho)
+        elbo = float(kern.log_stick_prior(self.beta_star, self.gamma)) + T.sum() + scale * doc_elbo_sum
+        beta_hat = hat["beta"]
         mbstats = None if fused else (rho * scale) * sstats
         bhist = (1.0 - rho) * self.beta_star
         bmb = rho * beta_hat
