@@ -77,7 +77,7 @@ from ...threads import handed_out, padded, split
 from ..base import KAPPA, NONNEGATIVE, POSITIVE, POSITIVE_INT, PRIOR, Model, Range
 from . import kernels as kern
 from .quasi_newton import maximize_box
-from .split_merge import Minibatch, MoveState, by_ranges, combine_on, doc_blocks, run_moves
+from .split_merge import CHUNKS_PER_THREAD, Minibatch, MoveState, by_ranges, combine_on, doc_blocks, run_moves
 
 # Shape of the Gamma(shape, 1/shape) noise of the initial lambda (Hoffman et al. 2010 use 100).
 INIT_SHAPE = 100.0
@@ -86,7 +86,6 @@ STICK_LOGIT_BOUND = 30.0
 BETA_FLOOR = 1e-13
 HYPER_BOUNDS = dict(alpha=(1e-4, 1e4), gamma=(1e-3, 1e4), eta=(1e-6, 1e2))
 NEWTON_STEPS = 50
-CHUNKS_PER_THREAD = 4  # the moves' local steps: documents handed out in this many chunks a thread
 
 
 # ---------------------------------------------------------------------------------------------
