@@ -235,32 +235,34 @@ class MoveState:
         from scipy.special import digamma
 
         self.psi_sum = digamma(tsum)
-        self.col = self._columns(self.phi, self.theta[:, :K], self.alpha * self.beta[:K], self.elog)
+        self.col = self._columns(self.phi, self.theta[:, :K], self.alpha * self.beta[:K], self.elog, self.workers)
         self.T, elog_sum = np.empty(K), np.empty(K)
         by_ranges(self.workers, K, lambda lo, hi: kern.topic_terms_range(lam, self.eta, self.T, elog_sum, lo, hi))
         self.used = np.empty(K)
         phi, cnt = self.phi, self.mb.cnt
         by_ranges(self.workers, K, lambda lo, hi: kern.weighted_column_sums(cnt, phi, self.used, lo, hi))
 
-    def _columns(self, phi, theta, ab, elog):
+    def _columns(self, phi, theta, ab, elog, workers=None):
+        """The column terms of the bound for the columns of phi, theta (the topics'); on
+        ``workers`` by ranges of columns when there are more than a move's two."""
         out = np.empty(phi.shape[1])
         mb = self.mb
         args = (mb.ptr, mb.wid, mb.cnt, *(np.ascontiguousarray(a) for a in (phi, theta, ab, elog)), self.psi_sum, out)
-        workers = self.workers if phi.shape[1] > 2 else None  # a move's one or two columns: inline
+        workers = workers if phi.shape[1] > 2 else None  # a move's one or two columns: inline
         by_ranges(workers, phi.shape[1], lambda lo, hi: kern.column_terms_range(*args, lo, hi))
         return out
 
-    def _topic_terms(self, rows):
+    def _topic_terms(self, rows, workers):
         """T_k of a move's one or two new rows (each row its own: a split's two on two threads)."""
         rows, n = np.ascontiguousarray(rows), rows.shape[0]
         out, elog_sum = np.empty(n), np.empty(n)
-        by_ranges(self.workers, n, lambda lo, hi: kern.topic_terms_range(rows, self.eta, out, elog_sum, lo, hi))
+        by_ranges(workers, n, lambda lo, hi: kern.topic_terms_range(rows, self.eta, out, elog_sum, lo, hi))
         return out
 
-    def _elog_rows(self, rows):
+    def _elog_rows(self, rows, workers):
         rows, n = np.ascontiguousarray(rows), rows.shape[0]
         out = np.empty((self.mb.U, n))
-        by_ranges(self.workers, n, lambda lo, hi: kern.expected_log_topics_range(rows, self.mb.words, out, lo, hi))
+        by_ranges(workers, n, lambda lo, hi: kern.expected_log_topics_range(rows, self.mb.words, out, lo, hi))
         return out
 
     def full_bound(self):
@@ -320,6 +322,14 @@ class MoveState:
         The whole history of topic k stays with k', as in the paper. (Dividing it between k' and
         k'' word by word, in the proportion the restricted iterations divide the minibatch's
         tokens, was tried: K0 = 2 then ended with 15-18 topics and 3-11 bars on 10 of 10 seeds.)"""
+        part = self._split_part(k, seed_doc, self.workers)
+        return None if part is None else self._split_proposal(k, part)
+
+    def _split_part(self, k, seed_doc, workers):
+        """The work of ``propose_split``: the restricted iterations and the new topics' terms and
+        arrays. It reads topic k's entries of the state only, which the splits of other topics
+        leave as they were, so splits of several topics can be worked out at once (``run_moves``)
+        and judged in turn. ``workers``: the threads it runs on (None: the calling thread)."""
         mb, rho, scale, alpha = self.mb, self.rho, self.scale, self.alpha
         mass = self.phi[:, k].copy()
         n_k = self.theta[:, k] - alpha * self.beta[k]
@@ -345,9 +355,9 @@ class MoveState:
         phi_a = omega * mass
         sum_hist_a = float(hist_a.sum())
         for _ in range(self.split_iterations):
-            elog_a, elog_b = self._split_elogs(hist_a, mb_a, sum_hist_a, mb_b)
+            elog_a, elog_b = self._split_elogs(hist_a, mb_a, sum_hist_a, mb_b, workers)
             args = (mb.ptr, mb.wid, mb.cnt, mass, elog_a, elog_b, alpha * beta_a, alpha * beta_b)
-            self._split_local(*args, theta_a, theta_b, phi_a, self.split_local_iterations, self.local_tol)
+            self._split_local(workers, *args, theta_a, theta_b, phi_a, self.split_local_iterations, self.local_tol)
             stats_a = mb.word_sums(phi_a)
             stats_b = np.maximum(stats_k - stats_a, 0.0)
             n_a, n_b = stats_a.sum(), stats_b.sum()
@@ -365,22 +375,15 @@ class MoveState:
         row_a = self._lam_row(hist_a, mb_a)
         row_b = self._lam_row(hist_b, mb_b)
         rows = np.vstack([row_a, row_b])
-        elog = self._elog_rows(rows)
+        elog = self._elog_rows(rows, workers)
         cols = self._columns(
             np.column_stack([phi_a, phi_b]),
             np.column_stack([theta_a, theta_b]),
             np.array([alpha * beta_a, alpha * beta_b]),
             elog,
+            workers,
         )
-        T = self._topic_terms(rows)
-        beta_new = np.concatenate([self.beta[:k], [beta_a], self.beta[k + 1 : -1], [beta_b], self.beta[-1:]])
-        delta = (
-            T.sum()
-            - self.T[k]
-            + self.scale * (cols.sum() - self.col[k])
-            + stick_prior(beta_new, self.gamma)
-            - stick_prior(self.beta, self.gamma)
-        )
+        T = self._topic_terms(rows, workers)
         arrays = dict(
             hist=(hist_a, hist_b),
             mbstats=(mb_a, mb_b),
@@ -393,23 +396,37 @@ class MoveState:
             T=tuple(T),
             used=(kern.weighted_sum(mb.cnt, phi_a), kern.weighted_sum(mb.cnt, phi_b)),
         )
+        return arrays, T, cols, beta_a, beta_b
+
+    def _split_proposal(self, k, part):
+        """The Proposal of a split of topic k whose work ``part`` is done (``_split_part``), its
+        change of the bound taken on the current topics (the stick prior's depends on K)."""
+        arrays, T, cols, beta_a, beta_b = part
+        beta_new = np.concatenate([self.beta[:k], [beta_a], self.beta[k + 1 : -1], [beta_b], self.beta[-1:]])
+        delta = (
+            T.sum()
+            - self.T[k]
+            + self.scale * (cols.sum() - self.col[k])
+            + stick_prior(beta_new, self.gamma)
+            - stick_prior(self.beta, self.gamma)
+        )
         return Proposal("split", (k,), float(delta), arrays)
 
-    def _split_local(self, *args):
-        """kernels.split_local; on the workers' threads by blocks of documents (each document's
+    def _split_local(self, workers, *args):
+        """kernels.split_local; on the workers' threads by chunks of documents (each document's
         restricted step is its own: the same bits)."""
-        if self.workers is None or self.workers.threads == 1:
+        if workers is None or workers.threads == 1:
             kern.split_local(*args)
             return
         # chunks handed out as threads finish: a document iterates until its split converges (one
         # sweep where topic k is absent, up to split_local_iterations where it is used), so blocks
         # of equal entries left one thread waiting (2 threads ran this 1.2x one thread's speed)
         if self._chunks is None:
-            self._chunks = doc_blocks(self.mb.ptr, CHUNKS_PER_THREAD * self.workers.threads)
+            self._chunks = doc_blocks(self.mb.ptr, CHUNKS_PER_THREAD * workers.threads)
         cut = self._chunks
-        self.workers.run(handed_out(len(cut) - 1, lambda c: kern.split_local_docs(*args, cut[c], cut[c + 1])))
+        workers.run(handed_out(len(cut) - 1, lambda c: kern.split_local_docs(*args, cut[c], cut[c + 1])))
 
-    def _split_elogs(self, hist_a, mb_a, sum_hist_a, mb_b):
+    def _split_elogs(self, hist_a, mb_a, sum_hist_a, mb_b, workers):
         """E[log phi_w] on the minibatch words of a split's two topics, lambda = eta + hist + mb
         (k'' has no history: hist_b is zero), on the workers' threads by ranges of words."""
         U = self.mb.U
@@ -417,7 +434,7 @@ class MoveState:
         total_b = self.eta * self.W + mb_b.sum()
         elog_a, elog_b = np.empty(U), np.empty(U)
         args = (self.eta, self.mb.words, hist_a, mb_a, total_a, mb_b, total_b, elog_a, elog_b)
-        by_ranges(self.workers, U, lambda lo, hi: kern.split_expected_logs(*args, lo, hi))
+        by_ranges(workers, U, lambda lo, hi: kern.split_expected_logs(*args, lo, hi))
         return elog_a, elog_b
 
     def _doc_sums(self, phi_col):
@@ -506,9 +523,9 @@ class MoveState:
         bh = float(self.bhist[a] + self.bhist[b])
         bm = float(self.bmb[a] + self.bmb[b])
         row = self._lam_row(hist_m, mb_m)[None, :]
-        elog = self._elog_rows(row)
+        elog = self._elog_rows(row, None)  # one row: inline (by_ranges)
         col = self._columns(phi_m[:, None], theta_m[:, None], np.array([alpha * (bh + bm)]), elog)
-        T = self._topic_terms(row)
+        T = self._topic_terms(row, None)
         beta = self.beta
         keep = [k for k in range(self.K) if k not in (a, b)]
         beta_new = np.concatenate([beta[keep], [bh + bm], beta[-1:]])
@@ -671,21 +688,44 @@ def run_moves(
             k -= 1
         candidates.append(k)
         w[k] = 0.0
-    for k in candidates:  # splits append new topics, so the indices of the others stay valid
-        if counts["splits_accepted"] >= max_splits or state.K >= max_topics:
-            break
-        counts["splits_tried"] += 1
-        seed_doc = None
-        if split_init == "seed":
-            # a document of the minibatch, drawn with probability proportional to its tokens of k
-            n_k = state._doc_sums(state.phi[:, k])
-            cum = np.cumsum(n_k)
-            seed_doc = min(int(np.searchsorted(cum, rng_uniform() * cum[-1], side="right")), len(cum) - 1)
-        p = state.propose_split(k, seed_doc)
-        if p is not None and accept(p):
-            touched.update(state.apply(p))
-            counts["splits_accepted"] += 1
-            counts["moves_delta"] += p.delta
+    # Splits append new topics, so the indices of the others stay valid, and a split reads only
+    # its own topic's entries (MoveState._split_part): the next m candidates, which are tried
+    # whatever becomes of the ones before them (even if all of them are accepted), are worked out
+    # at once, one on each thread, and then judged and applied in turn -- the same proposals,
+    # draws and outcomes as one after another. (On 2 threads a split's own steps ran 1.3x one
+    # thread's speed: short kernels between Python.)
+    workers = state.workers
+    T = 1 if workers is None else workers.threads
+    i = 0
+    while i < len(candidates) and counts["splits_accepted"] < max_splits and state.K < max_topics:
+        m = min(T, max_splits - counts["splits_accepted"], max_topics - state.K, len(candidates) - i)
+        batch, seeds = candidates[i : i + m], []
+        i += m
+        for k in batch:
+            counts["splits_tried"] += 1
+            seed_doc = None
+            if split_init == "seed":
+                # a document of the minibatch, drawn with probability proportional to its tokens of k
+                n_k = state._doc_sums(state.phi[:, k])
+                cum = np.cumsum(n_k)
+                seed_doc = min(int(np.searchsorted(cum, rng_uniform() * cum[-1], side="right")), len(cum) - 1)
+            seeds.append(seed_doc)
+        if m == 1:
+            parts = [state._split_part(batch[0], seeds[0], workers)]
+        else:
+            parts = [None] * m
+
+            def one_each(t, batch=batch, seeds=seeds, parts=parts):
+                if t < len(batch):
+                    parts[t] = state._split_part(batch[t], seeds[t], None)
+
+            workers.run(one_each)
+        for k, part in zip(batch, parts, strict=True):
+            p = None if part is None else state._split_proposal(k, part)
+            if p is not None and accept(p):
+                touched.update(state.apply(p))
+                counts["splits_accepted"] += 1
+                counts["moves_delta"] += p.delta
 
     # topics with no pseudo-counts left (lambda = eta within one token, no minibatch token):
     # q(z = k) = 0 and q(phi_k) = p(phi_k), i.e. the topic is beyond the truncation already --
