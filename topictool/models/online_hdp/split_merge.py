@@ -227,20 +227,28 @@ class MoveState:
 
     def _refresh(self):
         """Per-topic caches of the current state: E[log phi] on U, column terms, T_k, the
-        topics' minibatch token counts (``usage``); a move's proposal computes its new topics'."""
-        lam, words, K = self.lam(), self.mb.words, self.K
-        self.elog = np.empty((self.mb.U, K))
-        by_ranges(self.workers, K, lambda lo, hi: kern.expected_log_topics_range(lam, words, self.elog, lo, hi))
-        tsum = self.theta.sum(axis=1)
+        topics' minibatch token counts (``usage``); a move's proposal computes its new topics'.
+        Every one of them is a topic's own, so each thread takes a range of topics and computes
+        all of them for it (one wake of the threads; the rows of lambda it has just made are in
+        its cache)."""
         from scipy.special import digamma
 
-        self.psi_sum = digamma(tsum)
-        self.col = self._columns(self.phi, self.theta[:, :K], self.alpha * self.beta[:K], self.elog, self.workers)
-        self.T, elog_sum = np.empty(K), np.empty(K)
-        by_ranges(self.workers, K, lambda lo, hi: kern.topic_terms_range(lam, self.eta, self.T, elog_sum, lo, hi))
-        self.used = np.empty(K)
-        phi, cnt = self.phi, self.mb.cnt
-        by_ranges(self.workers, K, lambda lo, hi: kern.weighted_column_sums(cnt, phi, self.used, lo, hi))
+        mb, K, eta = self.mb, self.K, self.eta
+        self.psi_sum = digamma(self.theta.sum(axis=1))
+        lam = np.empty_like(self.hist)
+        self.elog, self.col = np.empty((mb.U, K)), np.empty(K)
+        self.T, elog_sum, self.used = np.empty(K), np.empty(K), np.empty(K)
+        phi, theta, ab = (np.ascontiguousarray(a) for a in (self.phi, self.theta[:, :K], self.alpha * self.beta[:K]))
+
+        def topics(lo, hi):
+            kern.combine_rows(eta, self.hist, mb.words, self.mbstats, lam, lo, hi)
+            kern.expected_log_topics_range(lam, mb.words, self.elog, lo, hi)
+            args = (mb.ptr, mb.wid, mb.cnt, phi, theta, ab, self.elog, self.psi_sum, self.col)
+            kern.column_terms_range(*args, lo, hi)
+            kern.topic_terms_range(lam, eta, self.T, elog_sum, lo, hi)
+            kern.weighted_column_sums(mb.cnt, phi, self.used, lo, hi)
+
+        by_ranges(self.workers, K, topics)
 
     def _columns(self, phi, theta, ab, elog, workers=None):
         """The column terms of the bound for the columns of phi, theta (the topics'); on
