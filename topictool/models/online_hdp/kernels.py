@@ -636,7 +636,8 @@ def beta_to_sticks(beta, bound, u):
 
 
 # Per topic k in [lo, hi): the minibatch's token count of topic k, sum_j cnt_j phi_jk, each column
-# summed in row order (as numpy's axis-0 sum): split_merge.MoveState.usage, by ranges of topics.
+# summed in row order (as numpy's axis-0 sum): split_merge.MoveState._refresh's usage cache, by
+# ranges of topics.
 @numba.njit(cache=True, nogil=True)
 def weighted_column_sums(cnt, phi, out, lo, hi):
     for k in range(lo, hi):

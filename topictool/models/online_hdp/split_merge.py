@@ -250,18 +250,18 @@ class MoveState:
 
         by_ranges(self.workers, K, topics)
 
-    def _columns(self, phi, theta, ab, elog, workers=None):
-        """The column terms of the bound for the columns of phi, theta (the topics'); on
-        ``workers`` by ranges of columns when there are more than a move's two."""
+    def _columns(self, phi, theta, ab, elog):
+        """The column terms of the bound for a move's one or two new columns of phi, theta, on the
+        calling thread (the whole state's: ``_refresh``)."""
         out = np.empty(phi.shape[1])
         mb = self.mb
         args = (mb.ptr, mb.wid, mb.cnt, *(np.ascontiguousarray(a) for a in (phi, theta, ab, elog)), self.psi_sum, out)
-        workers = workers if phi.shape[1] > 2 else None  # a move's one or two columns: inline
-        by_ranges(workers, phi.shape[1], lambda lo, hi: kern.column_terms_range(*args, lo, hi))
+        kern.column_terms_range(*args, 0, phi.shape[1])
         return out
 
     def _topic_terms(self, rows, workers):
-        """T_k of a move's one or two new rows (each row its own: a split's two on two threads)."""
+        """T_k of a move's one or two new rows (each row its own: a lone split's two on two
+        threads)."""
         rows, n = np.ascontiguousarray(rows), rows.shape[0]
         out, elog_sum = np.empty(n), np.empty(n)
         by_ranges(workers, n, lambda lo, hi: kern.topic_terms_range(rows, self.eta, out, elog_sum, lo, hi))
@@ -307,7 +307,9 @@ class MoveState:
         """Minibatch token count of every topic, sum_j n_jk (K,; read only): a cache, kept by the
         moves (each column summed in entry order whether whole or new, so the same bits as
         summing varphi afresh; it was, 4-5 times a step, 3-4 % of one)."""
-        return self.used
+        view = self.used.view()
+        view.flags.writeable = False
+        return view
 
     # -- split ----------------------------------------------------------------------
 
@@ -389,7 +391,6 @@ class MoveState:
             np.column_stack([theta_a, theta_b]),
             np.array([alpha * beta_a, alpha * beta_b]),
             elog,
-            workers,
         )
         T = self._topic_terms(rows, workers)
         arrays = dict(
@@ -706,7 +707,7 @@ def run_moves(
     T = 1 if workers is None else workers.threads
     i = 0
     while i < len(candidates) and counts["splits_accepted"] < max_splits and state.K < max_topics:
-        m = min(T, max_splits - counts["splits_accepted"], max_topics - state.K, len(candidates) - i)
+        m = int(min(T, max_splits - counts["splits_accepted"], max_topics - state.K, len(candidates) - i))
         batch, seeds = candidates[i : i + m], []
         i += m
         for k in batch:
