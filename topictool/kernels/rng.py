@@ -10,7 +10,7 @@ gives independent-looking streams for any key (thread index, document index).
 import numba
 import numpy as np
 
-_MASK = (1 << 64) - 1
+MASK64 = (1 << 64) - 1  # seeds and keys are taken modulo 2^64
 _U53 = 1.0 / 9007199254740992.0  # 2**-53
 
 
@@ -44,7 +44,7 @@ def seed_row(state, row, seed, key):
 
 def make_streams(seed, n):
     """State array for ``n`` independent streams derived from ``seed``."""
-    seed = int(seed) & _MASK
+    seed = int(seed) & MASK64
     state = np.empty((int(n), 4), dtype=np.uint64)
     for row in range(int(n)):
         seed_row(state, row, np.uint64(seed), np.uint64(row))

@@ -56,10 +56,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from ..kernels.rng import make_streams
+from ..kernels.rng import MASK64, make_streams
 from ..threads import Workers
 
-_MASK64 = (1 << 64) - 1
 STEP_UNITS = ("sweep", "pass", "minibatch")
 
 #: count tables and token indices are int32
@@ -184,7 +183,7 @@ class Model:
 
     def __init__(self, corpus, options, rng_seed, threads=1):
         self._build(corpus, options, threads)
-        self.seed = int(rng_seed) & _MASK64
+        self.seed = int(rng_seed) & MASK64
         self.iteration = 0
         self.rng = make_streams(self.seed, self.rng_streams())
         self.initialise()

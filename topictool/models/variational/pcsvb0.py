@@ -112,7 +112,7 @@ import numpy as np
 
 from ...corpus.corpus import token_blocks
 from ...errors import InputError
-from ...kernels.rng import seed_row, splitmix64, uniform
+from ...kernels.rng import MASK64, seed_row, splitmix64, uniform
 from ...kernels.special import digamma_diff
 from ...threads import BARRIERS, Barrier, barrier_wait, padded
 from . import kernels as kern
@@ -122,7 +122,6 @@ from .common import HDP_ALIASES, HDP_DEFAULTS, CollapsedHdpModel
 #: option alpha_update: (B7)-(B8), the stochastic form of (S4) over the corpus, or (B6), a step
 #: toward each document's own ratio (the paper's Algorithm)
 ALPHA_UPDATES = ("corpus", "document")
-MASK64 = (1 << 64) - 1
 #: option tables: what counts as a document's tables in alpha's update, (B6) or (B7): the expected
 #: tables of its counts drawn once from q (T1), the paper's lower bound sum_k E_dk, or (auto) the
 #: draws but with clumping the bound (a word's copies drawn from one q spread over more topics than
