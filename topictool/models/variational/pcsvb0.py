@@ -575,6 +575,7 @@ def _round_sticks(
     E_mean = np.empty(K, dtype=np.float64)
     api = np.empty(K, dtype=np.float64)
     n_docs = _non_empty(len_counts)
+    sampled = drawn_docs.shape[0] > 0
     for b in range(lo, hi):
         n_d = doc_len[order[b]]
         if n_d == 0:
@@ -582,8 +583,9 @@ def _round_sticks(
         tables = 0.0
         for k in range(K):
             E_mean[k] = E_docs[b - lo, k]
-            tables += E_mean[k]
-        if drawn_docs.shape[0] > 0:
+            if not sampled:
+                tables += E_mean[k]
+        if sampled:
             for k in range(K):
                 api[k] = hyper[0] * pi[k]
             tables = _expected_tables(drawn_docs[b - lo], api)
