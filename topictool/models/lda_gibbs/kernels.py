@@ -96,6 +96,14 @@ from ...threads import finish_part, next_round, take_part
 
 RUN_SCAN = 32  # _run_end: tokens scanned in order before bisecting
 
+# The sweeps' loops over documents and tokens are compiled without numba's runtime (NRT), so
+# without its reference counts: with it, every array a helper takes costs an atomic increment
+# and decrement each time the helper is entered, about 20 per document a cell visits, and at 64
+# lanes (93,000 visits a sweep on the movie reviews) those were a fifth of a sweep's time
+# (docs/benchmarks.md). Such a function allocates nothing: its caller hands it its scratch, and
+# keeps every array alive while it runs.
+no_nrt = numba.njit(cache=True, nogil=True, _nrt=False)
+
 
 def topic_bits(K):
     """Bits needed for a topic index 0..K-1 (at least 1)."""
@@ -251,7 +259,7 @@ def _count_document(z, a, b, ndk, nz):
 
 
 # Eq. (1) by the s/r/q buckets of the module docstring for tokens a..b-1 of one document.
-@numba.njit(cache=True, nogil=True, inline="always")
+@no_nrt
 def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, nz, nnz, s, r, gen, TB):
     """Resample z[a:b], updating tw, n_k, ndk, nz, inv and coef; returns (s, r, nnz). With an
     empty nz (a document's dense row, row_cell) no list of its topics is kept: the r bucket
@@ -409,15 +417,23 @@ def _smoothing(n_k, alpha, beta, wbeta, inv, coef):
 def sample_block(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, TB):
     """One Gibbs sweep over documents [d0, d1), updating z, tw and n_k in place."""
     K = n_k.shape[0]
-    wbeta = (tw_ptr.shape[0] - 1) * beta
-    inv = np.empty(K)  # 1 / (beta W + n_k)
-    coef = np.empty(K)  # c_k = (alpha_k + n_dk) / (beta W + n_k)
-    qs = np.empty(K)  # running sums of the current word's q terms, in slot order
+    # inv = 1 / (beta W + n_k), coef: c_k = (alpha_k + n_dk) / (beta W + n_k), qs: running sums of
+    # the current word's q terms, in slot order
+    scratch = np.empty((3, K))
     ndk = np.zeros(K, np.int32)  # the current document's topic counts
     nz = np.empty(K, np.int32)  # the current document's topics with n_dk > 0
     # A private copy of this thread's RNG row: rows of one array share a cache line,
     # and threads writing to it on every draw would slow each other down.
     gen = rng[row : row + 1].copy()
+    _block_documents(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, TB, scratch, ndk, nz, gen)
+    rng[row, :] = gen[0, :]
+
+
+@no_nrt
+def _block_documents(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, TB, scratch, ndk, nz, gen):
+    """sample_block's documents, given its scratch."""
+    wbeta = (tw_ptr.shape[0] - 1) * beta
+    inv, coef, qs = scratch[0], scratch[1], scratch[2]
     s = _smoothing(n_k, alpha, beta, wbeta, inv, coef)
     for d in range(d0, d1):
         a = token_ptr[d]
@@ -428,7 +444,6 @@ def sample_block(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0
             a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, nz, nnz, s, r, gen, TB
         )
         _close_document(nz, nnz, ndk, inv, coef, alpha)
-    rng[row, :] = gen[0, :]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -498,13 +513,26 @@ def sample_cell(
     walks a document's topics in the order the straight run restores them). cursor[d - d0]:
     where the document's tokens of the next word block start."""
     K = n_k.shape[0]
-    wbeta = (tw_ptr.shape[0] - 1) * beta
-    inv = np.empty(K)
-    coef = np.empty(K)
-    qs = np.empty(K)
+    scratch = np.empty((3, K))
     ndk = np.zeros(K, np.int32)
     nz = np.empty(K, np.int32)
     gen = rng[row : row + 1].copy()
+    _cell_documents(
+        token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, w0, w1, first, fresh, keep, sort, cache, cursor,
+        TB, scratch, ndk, nz, gen,
+    )  # fmt: skip
+    rng[row, :] = gen[0, :]
+
+
+@no_nrt
+def _cell_documents(
+    token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, w0, w1, first, fresh, keep, sort, cache, cursor, TB,
+    scratch, ndk, nz, gen,
+):  # fmt: skip
+    """sample_cell's documents, given its scratch."""
+    K = n_k.shape[0]
+    wbeta = (tw_ptr.shape[0] - 1) * beta
+    inv, coef, qs = scratch[0], scratch[1], scratch[2]
     s = _smoothing(n_k, alpha, beta, wbeta, inv, coef)
     mask = (1 << TB) - 1
     slot = 0
@@ -546,7 +574,6 @@ def sample_cell(
                 cache[slot + nnz] = 0
         _close_document(nz, nnz, ndk, inv, coef, alpha)
         slot += cap
-    rng[row, :] = gen[0, :]
 
 
 # The rows variant of the cells (model.py's docstring): where a dense row of n_dk per document
@@ -581,12 +608,23 @@ def row_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1
     """sample_cell with the documents' dense rows of n_dk (rows[d], updated in place) instead of
     the cache: the same cell, cursors and draws of eq. (1)."""
     K = n_k.shape[0]
-    wbeta = (tw_ptr.shape[0] - 1) * beta
-    inv = np.empty(K)
-    coef = np.empty(K)
-    qs = np.empty(K)
+    scratch = np.empty((3, K))  # inv, coef, qs
     no_list = np.empty(0, np.int32)
     gen = rng[row : row + 1].copy()
+    _row_visits(
+        token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, w0, w1, first, rows, cursor, TB, scratch, no_list,
+        gen,
+    )  # fmt: skip
+    rng[row, :] = gen[0, :]
+
+
+@no_nrt
+def _row_visits(
+    token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, w0, w1, first, rows, cursor, TB, scratch, no_list, gen,
+):  # fmt: skip
+    """row_cell's documents, given its scratch."""
+    wbeta = (tw_ptr.shape[0] - 1) * beta
+    inv, coef, qs = scratch[0], scratch[1], scratch[2]
     s = _smoothing(n_k, alpha, beta, wbeta, inv, coef)
     for d in range(d0, d1):
         a = token_ptr[d]
@@ -599,7 +637,6 @@ def row_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1
         s, r, _ = _sample_tokens(
             i0, i1, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, no_list, 0, s, r, gen, TB
         )
-    rng[row, :] = gen[0, :]
 
 
 @numba.njit(cache=True, nogil=True)
