@@ -10,6 +10,8 @@ gives independent-looking streams for any key (thread index, document index).
 import numba
 import numpy as np
 
+from .jit import no_nrt  # called for every token: no reference counts
+
 MASK64 = (1 << 64) - 1  # seeds and keys are taken modulo 2^64
 _U53 = 1.0 / 9007199254740992.0  # 2**-53
 
@@ -66,7 +68,7 @@ def xoshiro_step(s0, s1, s2, s3):
     return result, s0, s1, s2, s3
 
 
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def next_u64(state, row):
     result, s0, s1, s2, s3 = xoshiro_step(state[row, 0], state[row, 1], state[row, 2], state[row, 3])
     state[row, 0] = s0
@@ -76,13 +78,13 @@ def next_u64(state, row):
     return result
 
 
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def uniform(state, row):
     """Uniform double in [0, 1) with 53 random bits."""
     return np.float64(next_u64(state, row) >> np.uint64(11)) * _U53
 
 
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def randint(state, row, n):
     """Uniform integer in [0, n) for n > 0 (53-bit multiply; bias < n / 2**53)."""
     return np.int64(uniform(state, row) * n) % n

@@ -89,20 +89,13 @@ import math
 import numba
 import numpy as np
 
+from ...kernels.jit import no_nrt  # the document loops: no reference counts (kernels/jit.py)
 from ...kernels.partition import first_at_least as _first_at_least
 from ...kernels.prefetch import prefetch
 from ...kernels.rng import uniform
 from ...threads import finish_part, next_round, take_part
 
 RUN_SCAN = 32  # _run_end: tokens scanned in order before bisecting
-
-# The sweeps' loops over documents and tokens are compiled without numba's runtime (NRT), so
-# without its reference counts: with it, every array a helper takes costs an atomic increment
-# and decrement each time the helper is entered, about 20 per document a cell visits, and at 64
-# lanes (93,000 visits a sweep on the movie reviews) those were a fifth of a sweep's time
-# (docs/benchmarks.md). Such a function allocates nothing: its caller hands it its scratch, and
-# keeps every array alive while it runs.
-no_nrt = numba.njit(cache=True, nogil=True, _nrt=False)
 
 
 def topic_bits(K):

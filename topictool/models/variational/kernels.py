@@ -21,6 +21,7 @@ is ``scale *= (1 - rho)`` (O(1)) and only the target's rows are written,
 import numba
 import numpy as np
 
+from ...kernels.jit import no_nrt
 from ...kernels.rng import uniform
 
 # Fold the scale factor back into the stored table when it drops below this;
@@ -171,7 +172,7 @@ def counts_from_q(unit_ptr, unit_words, unit_counts, q, n_dk, n_wk, n_k):
 
 # n <- (1 - rho) n for a scaled table n = scale * (A, B): returns the new scale,
 # folding it into A and B (O(size)) only when it underflows past RESCALE_BELOW.
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def decay_scaled(A, B, scale, rho):
     return decay_scaled_rows(A, B, scale, rho, 0, A.shape[0], True)
 
@@ -222,7 +223,7 @@ def point_log_likelihood(doc_ptr, word_ids, counts, a_dk, b_k, phi_wk):
 
 # A word of the current minibatch: its first visit gets the next slot of ``touched``; returns the
 # number of words touched so far. mark (W) is -1 for words not yet touched.
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def touch(mark, touched, n_touched, w):
     if mark[w] < 0:
         mark[w] = n_touched
@@ -234,7 +235,7 @@ def touch(mark, touched, n_touched, w):
 # After a minibatch: n <- (1 - rho) n + rho total/tokens acc for the scaled table n = scale * (A, B),
 # acc (W x K) and acc_k (K) the minibatch's statistics (rows ``touched[:n_touched]``), which are
 # cleared, as is ``mark``. Returns the new scale.
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def flush_minibatch(A, B, scale, rho, total, tokens, acc, acc_k, mark, touched, n_touched):
     scale = decay_scaled(A, B, scale, rho)
     if tokens > 0:

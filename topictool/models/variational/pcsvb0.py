@@ -112,6 +112,7 @@ import numpy as np
 
 from ...corpus.corpus import token_blocks
 from ...errors import InputError
+from ...kernels.jit import no_nrt
 from ...kernels.rng import MASK64, seed_row, splitmix64, uniform
 from ...kernels.special import digamma_diff
 from ...threads import BARRIERS, Barrier, barrier_wait, padded
@@ -142,7 +143,7 @@ ALPHA_ITERS = 50
 # After a document (or a minibatch): re-order, (B4)-(B5) with the mean E_k (E_mean), (S3), then alpha:
 # (B6) with the target alpha_target (skipped if <= 0), or (B7)-(B8) with E_doc, the mean of sum_k E_dk
 # over the minibatch's documents; (S1).
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _sticks_step(
     n_k, order, u, v, pi, hyper, E_mean, alpha_target, E_doc, D_total, rho, opt_alpha, opt_gamma, reorder,
     alpha_corpus, len_values, len_counts, n_docs,
@@ -273,7 +274,7 @@ def _document_stream(gen, key, d):
 # token (``batch`` false) or adds the document's statistics into acc, acc_k (words marked in mark,
 # touched); prod[k] = prod_i (1 - q_ik) of the final pass, and (gen a stream) the document's counts
 # drawn from its q into drawn. Returns (scale, t_c, n_touched).
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _document(
     d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, api, q, prod, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c,
     burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched, gen, drawn,
@@ -318,7 +319,7 @@ def _document(
 # 0 x 4 for tables = "bound"), drawn (K zeros, or none) and key (the pass's, ``_pass_key``): the
 # documents' draws. Returns (scale, t_c, n_touched, tokens, documents, the documents' tables (sum_{d,k}
 # E_dk, or (T1) summed over d), sum_d (Psi(n_d + alpha) - Psi(alpha))).
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _run_documents(
     doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_dk, nkw, nk, scale, api, q, prod, E_mean, alpha, beta, N,
     s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched, alpha_corpus,
@@ -356,7 +357,7 @@ def _run_documents(
 # After a minibatch of ``docs`` non-empty documents (E_mean: the sum of their E_dk; tables: of their
 # tables, ``_run_documents``): (B3) with its statistics if ``batch``, then the sticks and
 # hyper-parameters (B4)-(B6), (S1), (S3). Returns (scale, t_c, t_h).
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _minibatch_end(
     nkw, nk, scale, acc, acc_k, mark, touched, n_touched, batch, N, tokens, docs, E_mean, tables, psi_total,
     s_c, tau_c, s_h, tau_h, kappa, t_c, t_h, stick_order, u, v, pi, hyper, D_total, optimize_alpha, optimize_gamma,
@@ -460,7 +461,7 @@ ROUND_TOKENS = 1 << 17
 # The pass and token loops repeat ``_document``'s on purpose (as do scvb0._scvb0_docs's, a different
 # algorithm): (B1) and (B3) here work on the view, and one loop for both would branch on the mode
 # in the innermost loop of the hot path; the shared step (B2) is ``_document_step``.
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _document_view(
     d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, view, dwk, dk, mark, touched, n_touched, api, q, prod,
     beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, gen, drawn,

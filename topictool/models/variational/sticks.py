@@ -32,6 +32,7 @@ batch update (S2) is the case rho = 1. So a model stores ``u`` (per topic),
 import numba
 import numpy as np
 
+from ...kernels.jit import no_nrt
 from ...kernels.special import digamma, digamma_diff
 
 # Learned concentrations are kept inside these bounds: a topic-less corpus or a
@@ -54,7 +55,7 @@ def _fixed_point_step(numerator, s, x, tol):
 # order = topics by decreasing size (stable: ties keep their current order). Insertion sort in place:
 # hdp-pcsvb0 calls it after every document, when the order has changed by a swap or two, so it is
 # about linear and allocates nothing (a stable argsort gives the same order).
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def order_by_size(size, order):
     for p in range(1, order.shape[0]):
         k = order[p]
@@ -67,7 +68,7 @@ def order_by_size(size, order):
 
 
 # v_k = gbar + sum_{l after k in order} (u_l - 1)    (S2 in the (s, gbar) form), per topic.
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def stick_v(order, u, gbar, v):
     T = order.shape[0]
     tail = 0.0
@@ -78,7 +79,7 @@ def stick_v(order, u, gbar, v):
 
 
 # pi_k = ubar_k prod_{l<k} (1 - ubar_l), ubar_T = 1    (S1), per topic; the product in log space.
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def stick_weights(order, u, v, pi):
     T = order.shape[0]
     log_rest = 0.0
@@ -93,7 +94,7 @@ def stick_weights(order, u, v, pi):
 
 
 # gamma = (T - 1) / sum_{k<T} [Psi(u_k + v_k) - Psi(v_k)]    (S3), over the first T-1 positions.
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def gamma_update(order, u, v, gamma):
     T = order.shape[0]
     if T < 2:
