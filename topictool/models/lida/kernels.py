@@ -72,6 +72,7 @@ import math
 import numba
 import numpy as np
 
+from ...kernels.jit import no_nrt
 from ...kernels.partition import first_at_least
 from ...kernels.partition import words_ascending as words_ascending  # re-exported: the model's check
 from ...kernels.rng import randint, uniform, xoshiro_step
@@ -137,7 +138,7 @@ def activation_conditional(m_other, n_other, a, b, active_other, conc, n):
 # per-word topic lists (n_vk), sorted by topic (a topic's slot found by first_at_least)
 
 
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _list_add(tw_ptr, tw_topic, tw_count, tw_len, v, k):
     s = tw_ptr[v]
     e = s + tw_len[v]
@@ -153,7 +154,7 @@ def _list_add(tw_ptr, tw_topic, tw_count, tw_len, v, k):
     tw_len[v] += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _list_drop(tw_topic, tw_count, tw_len, v, s, j):
     """Remove slot j (count 0) of word v, whose slots start at s."""
     e = s + tw_len[v]
@@ -237,7 +238,6 @@ def sweep_topics(
 ):
     """Resample z of the cell in document order (bucket sampler of the module docstring).
     Returns the number of rejected draws."""
-    W = phi_bar.shape[0]
     K = n_k.shape[0]
     n_dk = np.zeros(K, dtype=np.int64)
     inv = np.zeros(K, dtype=np.float64)  # 1/(βV_k + n_k), kept for the document's active topics
@@ -246,6 +246,20 @@ def sweep_topics(
     nz = np.empty(K, dtype=np.int64)  # its topics with n_dk > 0, and their positions in nz
     nz_pos = np.empty(K, dtype=np.int64)
     qcum = np.empty(K, dtype=np.float64)
+    return _sweep_cell(
+        d0, d1, w0, w1, token_ptr, words, z, theta_bar, phi_bar, tw_ptr, tw_topic, tw_count, tw_len, n_k, V_k, alpha,
+        beta, rng, n_dk, inv, coef, active, nz, nz_pos, qcum,
+    )  # fmt: skip
+
+
+@no_nrt
+def _sweep_cell(
+    d0, d1, w0, w1, token_ptr, words, z, theta_bar, phi_bar, tw_ptr, tw_topic, tw_count, tw_len, n_k, V_k, alpha, beta,
+    rng, n_dk, inv, coef, active, nz, nz_pos, qcum,
+):  # fmt: skip
+    """sweep_topics, given its scratch (kernels/jit.py)."""
+    W = phi_bar.shape[0]
+    K = n_k.shape[0]
     ab = alpha * beta
     rejections = 0
     for d in range(d0, d1):
@@ -375,7 +389,7 @@ def sweep_topics(
 
 
 # Eq. (5) for one token, the φ̄ mask applied exactly (after too many rejections).
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _exact_draw(v, phi_bar, active, n_act, coef, beta, tw_topic, s, L, qcum, q, rng):
     """Eq. (5) without rejection: the smoothing mass β coef_k = β(α + n_dk)/(βV_k + n_k)
     summed under the φ̄_vk mask."""
@@ -408,7 +422,7 @@ def _exact_draw(v, phi_bar, active, n_act, coef, beta, tw_topic, s, L, qcum, q, 
 
 
 # n_dk of document d (added into n_dk, zero on entry) and K_d, its active topics.
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _doc_counts(token_ptr, z, theta_bar, d, n_dk):
     for i in range(token_ptr[d], token_ptr[d + 1]):
         n_dk[z[i]] += 1
@@ -419,7 +433,7 @@ def _doc_counts(token_ptr, z, theta_bar, d, n_dk):
 
 
 # n_dk back to zero after document d.
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _doc_clear(token_ptr, z, d, n_dk):
     for i in range(token_ptr[d], token_ptr[d + 1]):
         n_dk[z[i]] = 0
@@ -434,7 +448,7 @@ def _theta_bar_conditional(cur, m_other, D, a, b, ratio_on, ratio_off):
 
 # Eq. (6) over document d: every unused pair (n_dk = 0) redrawn, except, when nonparametric,
 # the topics no other document uses (step (9) handles those). Returns the new K_d.
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _resample_doc_theta_bar(d, theta_bar, m_k, n_dk, K_d, n_d, alpha, a, b, nonparametric, rng):
     D = theta_bar.shape[0]
     ratio_on = dirichlet_ratio(alpha, K_d - 1, n_d)
@@ -631,7 +645,7 @@ def resample_phi_bar(tw_ptr, tw_topic, tw_len, phi_bar, m_v, V_k, n_k, in_use, b
 _U53 = 1.0 / 9007199254740992.0  # 2**-53, as in kernels/rng.py
 
 
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _cached_ratio(cache, base, k, A, conc, n):
     """dirichlet_ratio(conc, A, n) of topic k, memoised in cache[k, A - base[k]]."""
     idx = A - base[k]
