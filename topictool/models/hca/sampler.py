@@ -45,6 +45,7 @@ STATUS_GROW with its position, the Python side grows the tables and calls it aga
 import numba
 import numpy as np
 
+from ...kernels.jit import no_nrt
 from ...kernels.rng import uniform
 from .burst import burst_weights
 from .pyp import indicator_weights, root_norm, root_numerator, word_root_probability
@@ -103,7 +104,7 @@ def _draw(cum, total, u):
 
 # Root (alpha) bookkeeping after T_k changes by delta: K+, the first empty topic and the
 # urn numerators P (pyp.root_numerator) of every topic whose numerator changed.
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _root_change(k, delta, T_k, gs, P, PA, Ad, a0, b0):
     K = T_k.shape[0]
     old = T_k[k]
@@ -134,7 +135,7 @@ def _root_change(k, delta, T_k, gs, P, PA, Ad, a0, b0):
         PA[fe] = P[fe] * Ad[fe]
 
 
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _word_root_change(w, k, delta, TW_k, TwT, gs):
     TW_k[k] += delta
     old = TwT[w]
@@ -211,19 +212,11 @@ def sweep(
     w_hi,
     word_totals,
 ):
-    D = doc_ptr.shape[0] - 1
     K = t_dk.shape[1]
     W = n_kw.shape[0]
     pyp_words = word_mode == WORD_PYP
-    a = hyper[H_A_THETA]
-    b = hyper[H_B_THETA]
     a0 = hyper[H_A_ALPHA]
     b0 = hyper[H_B_ALPHA]
-    beta = hyper[H_BETA]
-    a_phi = hyper[H_A_PHI]
-    a_beta = hyper[H_A_BETA]
-    b_beta = hyper[H_B_BETA]
-    a_psi = hyper[H_A_PSI]
 
     # global counts: gs = [T, K+, first empty topic, TWT, TWT non-zero]
     gs = np.zeros(5, dtype=np.int64)
@@ -261,7 +254,33 @@ def sweep(
     nw = np.zeros((max(n_slots, 1), K), dtype=np.int32)
     sw = np.zeros((max(n_slots, 1), K), dtype=np.int32)
     cum = np.empty(K)
+    return _sweep_documents(
+        adding, d_begin, i_begin, token_ptr, doc_ptr, word_ids, counts, z, r, t_dk, n_kw, n_k, t_kw, Aw, Bw, TW_k, TwT,
+        T_k, R_theta, R_phi, R_psi, hyper, b_psi, word_mode, burst, n_slots, extent, bounds, rng, stats, w_lo, w_hi,
+        word_totals, gs, P, wk1, wk0, ndk, Ad, Bd, PA, S_k, Z1, Z0, nw, sw, cum,
+    )  # fmt: skip
 
+
+@no_nrt
+def _sweep_documents(
+    adding, d_begin, i_begin, token_ptr, doc_ptr, word_ids, counts, z, r, t_dk, n_kw, n_k, t_kw, Aw, Bw, TW_k, TwT,
+    T_k, R_theta, R_phi, R_psi, hyper, b_psi, word_mode, burst, n_slots, extent, bounds, rng, stats, w_lo, w_hi,
+    word_totals, gs, P, wk1, wk0, ndk, Ad, Bd, PA, S_k, Z1, Z0, nw, sw, cum,
+):  # fmt: skip
+    """sweep's documents, given its scratch (kernels/jit.py)."""
+    D = doc_ptr.shape[0] - 1
+    K = t_dk.shape[1]
+    W = n_kw.shape[0]
+    pyp_words = word_mode == WORD_PYP
+    a = hyper[H_A_THETA]
+    b = hyper[H_B_THETA]
+    a0 = hyper[H_A_ALPHA]
+    b0 = hyper[H_B_ALPHA]
+    beta = hyper[H_BETA]
+    a_phi = hyper[H_A_PHI]
+    a_beta = hyper[H_A_BETA]
+    b_beta = hyper[H_B_BETA]
+    a_psi = hyper[H_A_PSI]
     for d in range(d_begin, D):
         tok0 = token_ptr[d]
         tok1 = token_ptr[d + 1]
