@@ -52,6 +52,7 @@ Implementation notes.
 import numba
 import numpy as np
 
+from ...kernels.jit import no_nrt
 from ...threads import BARRIERS, Barrier, barrier_wait, split
 from ..base import POSITIVE_INT
 from . import kernels as kern
@@ -65,17 +66,16 @@ from .common import VariationalModel
 # 1 / (N^Z + W beta) = inv_nz held fixed; the final pass adds sum gamma into acc, acc_z (words
 # touched listed in touched, marked in mark). Writes n_theta's rows of these documents only and
 # reads the shared tables only, so threads may run it on disjoint runs of documents at once.
-# Returns (n_touched, tokens).
+# gam: K of scratch (no_nrt: kernels/jit.py). Returns (n_touched, tokens).
 # The burn-in, clumping and touch loop is the same as pcsvb0._document_view's, around different
 # updates (SCVB0's (F1)-(F2), no sticks and no per-token (B3)): kept apart so each inner loop stays
 # branch-free.
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _scvb0_docs(
     doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_theta, phi_wk, scale, inv_nz, acc, acc_z, mark, touched,
-    n_touched, alpha, beta, s_theta, tau_theta, kappa, burn_in, clumping,
+    n_touched, alpha, beta, s_theta, tau_theta, kappa, burn_in, clumping, gam,
 ):  # fmt: skip
     K = phi_wk.shape[1]
-    gam = np.empty(K, dtype=np.float64)
     tokens = 0
     for b in range(lo, hi):
         d = order[b]
@@ -112,7 +112,7 @@ def _scvb0_docs(
 
 
 # 1 / (N^Z + W beta) for the minibatch, N^Z = scale * n_z.
-@numba.njit(cache=True, nogil=True)
+@no_nrt
 def _inverse_totals(n_z, scale, W, beta, inv_nz):
     for k in range(n_z.shape[0]):
         inv_nz[k] = 1.0 / (scale * n_z[k] + W * beta)
@@ -129,12 +129,13 @@ def _scvb0_pass(
     W, K = phi_wk.shape
     D = order.shape[0]
     inv_nz = np.empty(K, dtype=np.float64)
+    gam = np.empty(K, dtype=np.float64)
     for lo in range(0, D, minibatch):
         hi = min(lo + minibatch, D)
         _inverse_totals(n_z, scale, W, beta, inv_nz)
         n_touched, tokens = _scvb0_docs(
             doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_theta, phi_wk, scale, inv_nz, acc, acc_z, mark,
-            touched, 0, alpha, beta, s_theta, tau_theta, kappa, burn_in, clumping,
+            touched, 0, alpha, beta, s_theta, tau_theta, kappa, burn_in, clumping, gam,
         )  # fmt: skip
         # (F3)-(F4): N <- (1 - rho) N + rho C/|M| sum gamma
         rho = kern.step_size(s_phi, tau_phi, kappa, t)
@@ -160,12 +161,14 @@ def _scvb0_pass_thread(
     address = barrier.ctypes.data
     inv_nz = np.empty(K, dtype=np.float64)
     f = np.empty(T, dtype=np.float64)
+    gam = np.empty(K, dtype=np.float64)
     w0, w1 = ranges[tid], ranges[tid + 1]
     for b in range(cuts.shape[0]):
         _inverse_totals(n_z, scale, W, beta, inv_nz)
         _, tokens[tid] = _scvb0_docs(
             doc_ptr, word_ids, counts, doc_len, order, cuts[b, tid], cuts[b, tid + 1], n_theta, phi_wk, scale, inv_nz,
             acc[tid], acc_z[tid], mark[tid], touched[tid], 0, alpha, beta, s_theta, tau_theta, kappa, burn_in, clumping,
+            gam,
         )  # fmt: skip
         barrier_wait(address)
         total = 0
@@ -276,7 +279,7 @@ class LdaScvb0(VariationalModel):
                 self._n_touched[t], tokens[t] = _scvb0_docs(
                     *self._documents(), order, cuts[t], cuts[t + 1], self.n_theta, self.phi_wk, self.scale,
                     inv_nz, self._acc[t], self._acc_z[t], self._mark[t], self._touched[t], 0, alpha, beta,
-                    s_theta, tau_theta, kappa, o["burn_in"], o["clumping"],
+                    s_theta, tau_theta, kappa, o["burn_in"], o["clumping"], np.empty(self.K),
                 )  # fmt: skip
 
             self.workers.run(part)
