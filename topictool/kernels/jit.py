@@ -16,3 +16,4 @@ compiles without the runtime).
 import numba
 
 no_nrt = numba.njit(cache=True, nogil=True, _nrt=False)
+no_nrt_fastmath = numba.njit(cache=True, nogil=True, fastmath=True, _nrt=False)

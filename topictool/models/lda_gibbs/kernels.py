@@ -89,7 +89,7 @@ import math
 import numba
 import numpy as np
 
-from ...kernels.jit import no_nrt  # the document loops: no reference counts (kernels/jit.py)
+from ...kernels.jit import no_nrt, no_nrt_fastmath  # the document loops: no reference counts
 from ...kernels.partition import first_at_least as _first_at_least
 from ...kernels.prefetch import prefetch
 from ...kernels.rng import uniform
@@ -1140,11 +1140,17 @@ def _dense_scratch(n_wk, n_k, alpha, beta):
 def dense_sweep(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row):
     """One Gibbs sweep of eq. (1) over every document, on the dense table n_wk (W x KP) and the
     totals n_k, both updated in place with z."""
+    inv, coef, p, ndk = _dense_scratch(n_wk, n_k, alpha, beta)
+    gen = rng[row : row + 1].copy()
+    _dense_documents(token_ptr, words, z, n_wk, n_wk.reshape(n_wk.size), n_k, alpha, beta, inv, coef, p, ndk, gen)
+    rng[row, :] = gen[0, :]
+
+
+@no_nrt_fastmath
+def _dense_documents(token_ptr, words, z, n_wk, flat, n_k, alpha, beta, inv, coef, p, ndk, gen):
+    """dense_sweep's documents, given its scratch."""
     K = n_k.shape[0]
     wbeta = n_wk.shape[0] * beta
-    inv, coef, p, ndk = _dense_scratch(n_wk, n_k, alpha, beta)
-    flat = n_wk.reshape(n_wk.size)
-    gen = rng[row : row + 1].copy()
     for d in range(token_ptr.shape[0] - 1):
         a = token_ptr[d]
         b = token_ptr[d + 1]
@@ -1157,7 +1163,6 @@ def dense_sweep(token_ptr, words, z, n_wk, n_k, alpha, beta, rng, row):
             k = z[i]
             ndk[k] = 0
             coef[k] = alpha[k] * inv[k]
-    rng[row, :] = gen[0, :]
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
@@ -1168,11 +1173,23 @@ def dense_cell(
     """sample_cell on the dense table: the same cell, cache and cursors, the dense sampler (which
     keeps no list of a document's topics: its cache is written in topic order, sort or not). With
     the documents' dense rows (not empty) a document's counts come from and go back to its row."""
+    inv, coef, p, ndk = _dense_scratch(n_wk, n_k, alpha, beta)
+    gen = rng[row : row + 1].copy()
+    _dense_cell_documents(
+        token_ptr, words, z, n_wk, n_wk.reshape(n_wk.size), n_k, alpha, beta, d0, d1, w0, w1, first, fresh, keep,
+        cache, rows, cursor, TB, inv, coef, p, ndk, gen,
+    )  # fmt: skip
+    rng[row, :] = gen[0, :]
+
+
+@no_nrt_fastmath
+def _dense_cell_documents(
+    token_ptr, words, z, n_wk, flat, n_k, alpha, beta, d0, d1, w0, w1, first, fresh, keep, cache, rows, cursor, TB,
+    inv, coef, p, ndk, gen,
+):  # fmt: skip
+    """dense_cell's documents, given its scratch."""
     K = n_k.shape[0]
     wbeta = n_wk.shape[0] * beta
-    inv, coef, p, ndk = _dense_scratch(n_wk, n_k, alpha, beta)
-    flat = n_wk.reshape(n_wk.size)
-    gen = rng[row : row + 1].copy()
     mask = (1 << TB) - 1
     slot = 0
     by_rows = rows.shape[0] > 0
@@ -1218,7 +1235,6 @@ def dense_cell(
         if keep and j < cap:
             cache[slot + j] = 0
         slot += cap
-    rng[row, :] = gen[0, :]
 
 
 # The decision between the dense and the sparse sampler: the number of topics of each token's
