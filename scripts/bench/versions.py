@@ -1,0 +1,90 @@
+#!/usr/bin/env python
+"""Two versions of topictool side by side in one process: the same model, steps alternating.
+
+A change meant to speed a model up is judged here against the code before it: OLD is another
+checkout (``git worktree add /tmp/old COMMIT``), NEW this one (or --new). Both models are built
+from the same prepared corpus, seed, options and threads, trained --warmup steps, then --steps
+steps alternate between them; reported are the medians of the per-step ratios NEW / OLD of CPU and
+wall seconds. On a shared VM whose speed drifts by tens of percent within minutes, only a ratio
+taken step by step like this says anything about a change of a few percent. Whether the two give
+the same model is reported too (the declared state's arrays compared after the run).
+
+    git worktree add /tmp/old HEAD~3
+    python scripts/bench/versions.py /tmp/old /tmp/movies --model hdp-gibbs --threads 2 --steps 12
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+
+def build(path, corpus_dir, name, options, threads):
+    """The model from the checkout at path (its topictool imported afresh: both stay loaded)."""
+    for key in [k for k in sys.modules if k == "topictool" or k.startswith("topictool.")]:
+        del sys.modules[key]
+    sys.path.insert(0, path)
+    try:
+        from topictool.corpus import load_corpus
+        from topictool.models import registry
+
+        cls = registry.get(name)
+        return cls(load_corpus(corpus_dir), cls.resolve_options(dict(options)), 1, threads=threads)
+    finally:
+        sys.path.remove(path)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("old", help="the other checkout (its root, holding topictool/)")
+    p.add_argument("corpus", help="a prepared corpus")
+    p.add_argument("--new", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    p.add_argument("--model", default="lda-gibbs")
+    p.add_argument("--K", type=int, default=50)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a model option (JSON value)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--steps", type=int, default=12)
+    a = p.parse_args()
+    options = {"K": a.K}
+    for kv in a.set:
+        key, value = kv.split("=", 1)
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    old = build(os.path.abspath(a.old), a.corpus, a.model, options, a.threads)
+    new = build(os.path.abspath(a.new), a.corpus, a.model, options, a.threads)
+    for _ in range(a.warmup):
+        old.step()
+        new.step()
+    cpu, wall = {"old": [], "new": []}, {"old": [], "new": []}
+    for _ in range(a.steps):
+        for key, m in (("old", old), ("new", new)):
+            c, w = time.process_time(), time.perf_counter()
+            m.step()
+            cpu[key].append(time.process_time() - c)
+            wall[key].append(time.perf_counter() - w)
+    same = all(
+        np.array_equal(getattr(old, name), getattr(new, name))
+        for name in type(new).state_arrays
+        if getattr(old, name, None) is not None
+    )
+    out = {
+        "model": a.model,
+        "threads": a.threads,
+        "cpu_s_per_step_old": statistics.median(cpu["old"]),
+        "cpu_s_per_step_new": statistics.median(cpu["new"]),
+        "cpu_new_over_old": statistics.median(n / o for o, n in zip(cpu["old"], cpu["new"])),
+        "wall_new_over_old": statistics.median(n / o for o, n in zip(wall["old"], wall["new"])),
+        "same_state": same,
+    }
+    print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in out.items()}))
+
+
+if __name__ == "__main__":
+    main()
