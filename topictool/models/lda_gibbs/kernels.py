@@ -252,7 +252,7 @@ def _count_document(z, a, b, ndk, nz):
 
 
 # Eq. (1) by the s/r/q buckets of the module docstring for tokens a..b-1 of one document.
-@no_nrt
+@numba.njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, nz, nnz, s, r, gen, TB):
     """Resample z[a:b], updating tw, n_k, ndk, nz, inv and coef; returns (s, r, nnz). With an
     empty nz (a document's dense row, row_cell) no list of its topics is kept: the r bucket
