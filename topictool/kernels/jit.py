@@ -5,7 +5,8 @@ increment and decrement for each array argument of a helper each time it is ente
 each row view (``A[w]``) taken. In a loop over tokens or documents that can be a large part of
 the work: at one thread, 5-19 % of lda-scvb0, hdp-gibbs, lida-gibbs, nplda-gibbs and
 hdp-pcsvb0's training time on the movie reviews, and a fifth of a 64-lane lda-gibbs sweep
-(docs/benchmarks.md, "Reference counts"). On several threads the counts of a shared array also bounce its cache line between the cores.
+(docs/benchmarks.md, "Reference counts"). On several threads the counts of a shared array also
+bounce its cache line between the cores.
 
 A ``no_nrt`` kernel does none of it. It must not allocate (no ``np.empty``, no ``.copy()``: numba
 refuses to compile one that does): its caller hands it its scratch and keeps every array alive
