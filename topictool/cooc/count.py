@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit
 
 from ..corpus.tokenizer import DEFAULT_PATTERN, Tokenizer
+from ..kernels.jit import no_nrt
 from .spill import _merge_many, merge_sorted, write_run
 
 _EMPTY = -1
@@ -83,7 +84,7 @@ def word_leaves(v, slot, present, npres):
     return npres - 1
 
 
-@njit(cache=True, nogil=True)
+@no_nrt  # _insert and the window helpers are entered for every pair: no reference counts
 def count_units(
     ids,
     doc_ptr,
