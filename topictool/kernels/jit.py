@@ -18,3 +18,5 @@ import numba
 
 no_nrt = numba.njit(cache=True, nogil=True, _nrt=False)
 no_nrt_fastmath = numba.njit(cache=True, nogil=True, fastmath=True, _nrt=False)
+#: a helper inlined into no_nrt loops (one that called it instead would pass its arrays field by field)
+no_nrt_inline = numba.njit(cache=True, nogil=True, _nrt=False, inline="always")

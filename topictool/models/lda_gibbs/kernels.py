@@ -89,7 +89,7 @@ import math
 import numba
 import numpy as np
 
-from ...kernels.jit import no_nrt, no_nrt_fastmath  # the document loops: no reference counts
+from ...kernels.jit import no_nrt, no_nrt_fastmath, no_nrt_inline  # the document loops: no reference counts
 from ...kernels.partition import first_at_least as _first_at_least
 from ...kernels.prefetch import prefetch
 from ...kernels.rng import uniform
@@ -252,9 +252,9 @@ def _count_document(z, a, b, ndk, nz):
 
 
 # Eq. (1) by the s/r/q buckets of the module docstring for tokens a..b-1 of one document.
-# Inlined into the no_nrt document loops (kernels/jit.py), so it takes no reference counts there;
-# a call instead passes its 15 arrays field by field at every visit (0.96-0.98x the CPU inlined).
-@numba.njit(cache=True, nogil=True, _nrt=False, inline="always")
+# Inlined into the no_nrt document loops (kernels/jit.py): a call instead passes its 15 arrays field
+# by field at every visit (0.96-0.98x the CPU inlined).
+@no_nrt_inline
 def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, nz, nnz, s, r, gen, TB):
     """Resample z[a:b], updating tw, n_k, ndk, nz, inv and coef; returns (s, r, nnz). With an
     empty nz (a document's dense row, row_cell) no list of its topics is kept: the r bucket
