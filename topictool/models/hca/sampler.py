@@ -213,37 +213,10 @@ def sweep(
     word_totals,
 ):
     K = t_dk.shape[1]
-    W = n_kw.shape[0]
-    pyp_words = word_mode == WORD_PYP
-    a0 = hyper[H_A_ALPHA]
-    b0 = hyper[H_B_ALPHA]
-
-    # global counts: gs = [T, K+, first empty topic, TWT, TWT non-zero]
     gs = np.zeros(5, dtype=np.int64)
-    gs[2] = -1
-    for k in range(K):
-        gs[0] += T_k[k]
-        if T_k[k] > 0:
-            gs[1] += 1
-        elif gs[2] < 0:
-            gs[2] = k
-    if pyp_words and word_totals.shape[0] > 0:
-        # threads (model.py): the word root's totals as the round began (other threads write
-        # TwT rows of their own words meanwhile)
-        gs[3] = word_totals[0]
-        gs[4] = word_totals[1]
-    elif pyp_words:
-        for w in range(W):
-            gs[3] += TwT[w]
-            if TwT[w] > 0:
-                gs[4] += 1
     P = np.empty(K)
     wk1 = np.empty(K)
     wk0 = np.empty(K)
-    for k in range(K):
-        P[k] = root_numerator(T_k[k], k == gs[2], a0, b0, gs[1])
-        _word_topic_factors(k, pyp_words, n_k, TW_k, hyper, W, wk1, wk0)
-
     ndk = np.zeros(K, dtype=np.int64)
     Ad = np.empty(K)
     Bd = np.empty(K)
@@ -267,7 +240,8 @@ def _sweep_documents(
     T_k, R_theta, R_phi, R_psi, hyper, b_psi, word_mode, burst, n_slots, extent, bounds, rng, stats, w_lo, w_hi,
     word_totals, gs, P, wk1, wk0, ndk, Ad, Bd, PA, S_k, Z1, Z0, nw, sw, cum,
 ):  # fmt: skip
-    """sweep's documents, given its scratch (kernels/jit.py)."""
+    """The sweep, given its scratch (kernels/jit.py; gs zero): the global counts and per-topic
+    factors, then the documents."""
     D = doc_ptr.shape[0] - 1
     K = t_dk.shape[1]
     W = n_kw.shape[0]
@@ -281,6 +255,29 @@ def _sweep_documents(
     a_beta = hyper[H_A_BETA]
     b_beta = hyper[H_B_BETA]
     a_psi = hyper[H_A_PSI]
+
+    # global counts: gs = [T, K+, first empty topic, TWT, TWT non-zero]
+    gs[2] = -1
+    for k in range(K):
+        gs[0] += T_k[k]
+        if T_k[k] > 0:
+            gs[1] += 1
+        elif gs[2] < 0:
+            gs[2] = k
+    if pyp_words and word_totals.shape[0] > 0:
+        # threads (model.py): the word root's totals as the round began (other threads write
+        # TwT rows of their own words meanwhile)
+        gs[3] = word_totals[0]
+        gs[4] = word_totals[1]
+    elif pyp_words:
+        for w in range(W):
+            gs[3] += TwT[w]
+            if TwT[w] > 0:
+                gs[4] += 1
+    for k in range(K):
+        P[k] = root_numerator(T_k[k], k == gs[2], a0, b0, gs[1])
+        _word_topic_factors(k, pyp_words, n_k, TW_k, hyper, W, wk1, wk0)
+
     for d in range(d_begin, D):
         tok0 = token_ptr[d]
         tok1 = token_ptr[d + 1]
