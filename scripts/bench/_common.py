@@ -5,6 +5,7 @@ one-core environment for peers, and the LDA arguments every comparison takes.
 The scripts run as `python scripts/bench/NAME.py`, which puts this folder on sys.path."""
 
 import resource
+import time
 
 import numpy as np
 
@@ -21,6 +22,28 @@ ONE_CORE = {
 def peak_rss_mb():
     """Peak resident memory of this process so far, in MB."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def timed_step(model):
+    """(wall, CPU) seconds of one model.step(); CPU of the whole process, every thread's."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    model.step()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def alternated(models, warmup, steps, block=1):
+    """Every model of the dict trained ``warmup`` steps, then ``steps`` steps alternating between
+    them, ``block`` steps of one and then of the next, so that the machine's drifting speed hits all
+    of them alike. Returns {key: [(wall, CPU) seconds a step, the mean over its block], ...}."""
+    for m in models.values():
+        for _ in range(warmup):
+            m.step()
+    times = {key: [] for key in models}
+    for _ in range(steps // block):
+        for key, m in models.items():
+            runs = [timed_step(m) for _ in range(block)]
+            times[key].append(tuple(sum(r[i] for r in runs) / block for i in (0, 1)))
+    return times
 
 
 def load(corpus_dir, part="train"):

@@ -18,9 +18,8 @@ Held-out perplexity is not computed here (scaling.py --perplexity does it after 
 import argparse
 import json
 import statistics
-import time
 
-from _common import load
+from _common import alternated, load
 
 
 def main():
@@ -40,15 +39,7 @@ def main():
     counts = [1] + [int(t) for t in a.threads.split(",") if int(t) != 1]
     opts = LdaGibbs.resolve_options({"K": a.K})
     models = {T: LdaGibbs(corpus, dict(opts), a.seed, threads=T) for T in counts}
-    for m in models.values():
-        for _ in range(a.warmup):
-            m.step()
-    cpu = {T: [] for T in counts}
-    for _ in range(a.sweeps):
-        for T, m in models.items():
-            c = time.process_time()
-            m.step()
-            cpu[T].append(time.process_time() - c)
+    cpu = {T: [c for _, c in times] for T, times in alternated(models, a.warmup, a.sweeps).items()}
     rows = []
     for T in counts:
         ratio = statistics.median(b / o for o, b in zip(cpu[1], cpu[T]))

@@ -26,9 +26,8 @@ is the way to compare speed on a machine whose speed changes between runs.
 import argparse
 import json
 import statistics
-import time
 
-from _common import load
+from _common import alternated, load
 
 # (model, options beyond K, warm-up steps, timed steps): each family's default options, steps of
 # comparable length (a pass, a sweep or a minibatch) as in docs/benchmarks.md's table
@@ -47,12 +46,6 @@ MODELS = [
 ]
 
 
-def timed_step(model):
-    wall, cpu = time.perf_counter(), time.process_time()
-    model.step()
-    return time.perf_counter() - wall, time.process_time() - cpu
-
-
 def pair(name, options, warmup, steps, corpus, test, K, threads, seed, block=1):
     from topictool.evaluate.completion import document_completion
     from topictool.models import registry
@@ -60,14 +53,7 @@ def pair(name, options, warmup, steps, corpus, test, K, threads, seed, block=1):
     cls = registry.get(name)
     opts = cls.resolve_options({"K": K, **options})
     models = {T: cls(corpus, opts, seed, threads=T) for T in (1, threads)}
-    for m in models.values():
-        for _ in range(warmup):
-            m.step()
-    times = {T: [] for T in models}
-    for _ in range(steps // block):
-        for T, m in models.items():
-            runs = [timed_step(m) for _ in range(block)]
-            times[T].append(tuple(sum(r[i] for r in runs) / block for i in (0, 1)))
+    times = alternated(models, warmup, steps, block)
     ratios = [a[0] / b[0] for a, b in zip(times[1], times[threads], strict=True)]
     perplexity = {
         T: document_completion(m.snapshot(), test, method=cls.eval_method)["perplexity"] for T, m in models.items()

@@ -18,9 +18,9 @@ import json
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
+from _common import alternated
 
 
 def build(path, corpus_dir, name, options, threads):
@@ -59,16 +59,9 @@ def main():
             options[key] = value
     old = build(os.path.abspath(a.old), a.corpus, a.model, options, a.threads)
     new = build(os.path.abspath(a.new), a.corpus, a.model, options, a.threads)
-    for _ in range(a.warmup):
-        old.step()
-        new.step()
-    cpu, wall = {"old": [], "new": []}, {"old": [], "new": []}
-    for _ in range(a.steps):
-        for key, m in (("old", old), ("new", new)):
-            c, w = time.process_time(), time.perf_counter()
-            m.step()
-            cpu[key].append(time.process_time() - c)
-            wall[key].append(time.perf_counter() - w)
+    times = alternated({"old": old, "new": new}, a.warmup, a.steps)
+    wall = {key: [w for w, _ in t] for key, t in times.items()}
+    cpu = {key: [c for _, c in t] for key, t in times.items()}
     same = all(
         np.array_equal(getattr(old, name), getattr(new, name))
         for name in type(new).state_arrays
