@@ -76,10 +76,11 @@ Threads (``--threads T``):
   statistics (and E_k, alpha sums); they are summed in thread order before (B3)-(B6). The same
   algorithm as on one thread; only the summation order differs.
 - word by word (``minibatch = 0``), in rounds of about ROUND_TOKENS tokens per thread: thread t runs its
-  run of the round's documents token by token on its own view of n_kw, n_k: the round's table
-  decayed by its own (B3) steps plus its own additions (``_document_view``), with its step counter
-  t_c starting after the tokens of the threads before it, and the sticks of the round's start.
-  After the round the views are composed into the table in thread order (n <- c_t n + a_t for
+  run of the round's documents token by token (``_document``) on its own copy of n_kw, n_k: the
+  round's table (a word's row copied when the thread first meets it) decayed by its own (B3) steps
+  plus its own additions (``_view_run``), with its step counter t_c starting after the tokens of the
+  threads before it, and the sticks of the round's start. After the round the threads' tables are
+  composed into the table in thread order (``_merge_tables``: n <- c_t n + a_t for
   t = 0..T-1, c_t the product of thread t's decays, a_t its additions: exactly the sequence of
   (B3) updates of the round's documents in order, except that each thread did not see the others'
   updates of the round), and (B4)-(B6) take each document's step in order with its E_k. The
@@ -113,9 +114,10 @@ import numpy as np
 from ...corpus.corpus import token_blocks
 from ...errors import InputError
 from ...kernels.jit import no_nrt
+from ...kernels.prefetch import prefetch
 from ...kernels.rng import MASK64, seed_row, splitmix64, uniform
 from ...kernels.special import digamma_diff
-from ...threads import BARRIERS, Barrier, barrier_wait, padded
+from ...threads import BARRIERS, Barrier, barrier_wait, padded, split
 from . import kernels as kern
 from . import sticks
 from .common import HDP_ALIASES, HDP_DEFAULTS, CollapsedHdpModel
@@ -188,7 +190,7 @@ def _responsibility(n_dk_d, api, nkw_w, nk, scale, beta, Vbeta, q):
 
 
 # (B2) for a token of weight ``weight`` with responsibilities q: n_dk_d (K, document d's row) <- c n_dk_d
-# + (1 - c) n_d q at step td of the document. Returns td + weight. (``_document`` and ``_document_view``.)
+# + (1 - c) n_d q at step td of the document. Returns td + weight.
 @numba.njit(cache=True, nogil=True, inline="always")
 def _document_step(n_dk_d, q, n_d, s_d, tau_d, kappa, td, weight):
     c = kern.keep_fraction(s_d, tau_d, kappa, td, weight)
@@ -274,25 +276,41 @@ def _document_stream(gen, key, d):
 # token (``batch`` false) or adds the document's statistics into acc, acc_k (words marked in mark,
 # touched); prod[k] = prod_i (1 - q_ik) of the final pass, and (gen a stream) the document's counts
 # drawn from its q into drawn. Returns (scale, t_c, n_touched).
+# A thread of the word-by-word rounds (``_view_run``) passes its own table as nkw, nk, scale and the
+# round's shared table as base (0 rows on one thread) with its scale base_scale: a word's row is
+# copied from base when the thread first sees it in the round (marked in mark, touched), decayed by
+# the thread's (B3) steps so far, whose product view[0] keeps.
 @no_nrt
 def _document(
     d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, api, q, prod, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c,
-    burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched, gen, drawn,
+    burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched, gen, drawn, base, base_scale, view,
 ):  # fmt: skip
     W, K = nkw.shape
     Vbeta = W * beta
+    private = base.shape[0] > 0
+    cb = view[0]
     td = 0
     for p in range(burn_in + 1):
         final = p == burn_in
         for k in range(K):
             prod[k] = 1.0
-        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+        end = doc_ptr[d + 1]
+        for i in range(doc_ptr[d], end):
             w = word_ids[i]
             m = counts[i]
             reps = 1 if clumping else m
             weight = m if clumping else 1
+            if i + 1 < end:  # the next word's row, while this one is worked on
+                nxt = nkw[word_ids[i + 1]]
+                for k in range(0, K, 8):
+                    prefetch(nxt, k)
             if final and batch:
                 n_touched = kern.touch(mark, touched, n_touched, w)
+            elif private and mark[w] < 0:  # the round's row, as the thread's steps have decayed it
+                n_touched = kern.touch(mark, touched, n_touched, w)
+                f = cb * base_scale / scale
+                for k in range(K):
+                    nkw[w, k] = f * base[w, k]
             for _r in range(reps):
                 _responsibility(n_dk[d], api, nkw[w], nk, scale, beta, Vbeta, q)  # (B1)
                 td = _document_step(n_dk[d], q, n_d, s_d, tau_d, kappa, td, weight)  # (B2)
@@ -304,6 +322,7 @@ def _document(
                         acc_k[k] += weight * q[k]
                 else:  # (B3)
                     c = kern.keep_fraction(s_c, tau_c, kappa, t_c, weight)
+                    cb *= c
                     scale = kern.decay_scaled(nkw, nk, scale, 1.0 - c)
                     g = (1.0 - c) * N / scale
                     for k in range(K):
@@ -311,6 +330,7 @@ def _document(
                         nk[k] += g * q[k]
                     t_c += weight
                 _absent_and_draw(prod, q, weight, gen, drawn)
+    view[0] = cb
     return scale, t_c, n_touched
 
 
@@ -318,12 +338,12 @@ def _document(
 # their E_dk into E_mean (K). alpha is the current alpha (for (B6)'s denominators). gen (1 x 4, or
 # 0 x 4 for tables = "bound"), drawn (K zeros, or none) and key (the pass's, ``_pass_key``): the
 # documents' draws. Returns (scale, t_c, n_touched, tokens, documents, the documents' tables (sum_{d,k}
-# E_dk, or (T1) summed over d), sum_d (Psi(n_d + alpha) - Psi(alpha))).
+# E_dk, or (T1) summed over d), sum_d (Psi(n_d + alpha) - Psi(alpha))). view (1): scratch of ``_document``.
 @no_nrt
 def _run_documents(
     doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_dk, nkw, nk, scale, api, q, prod, E_mean, alpha, beta, N,
     s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched, alpha_corpus,
-    gen, drawn, key,
+    gen, drawn, key, view,
 ):  # fmt: skip
     K = nkw.shape[1]
     tokens = 0
@@ -340,7 +360,7 @@ def _run_documents(
         scale, t_c, n_touched = _document(
             d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, api, q, prod, beta, N, s_c, tau_c, s_d,
             tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched,
-            _document_stream(gen, key, d), drawn,
+            _document_stream(gen, key, d), drawn, nkw[0:0], 1.0, view,
         )  # fmt: skip
         for k in range(K):
             e = 1.0 - prod[k]  # E_k
@@ -398,6 +418,7 @@ def _pcsvb0_pass(
     api = np.empty(K, dtype=np.float64)
     prod = np.empty(K, dtype=np.float64)
     E_mean = np.empty(K, dtype=np.float64)
+    view = np.ones(1, dtype=np.float64)
     gen, drawn = _draw_space(sample_tables, K)
     n_docs = _non_empty(len_counts)
     for lo in range(0, D, M):
@@ -408,7 +429,7 @@ def _pcsvb0_pass(
         scale, t_c, n_touched, tokens, docs, tables, psi_total = _run_documents(
             doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_dk, nkw, nk, scale, api, q, prod, E_mean, hyper[0],
             beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, 0,
-            alpha_corpus, gen, drawn, key,
+            alpha_corpus, gen, drawn, key, view,
         )  # fmt: skip
         if docs == 0:
             continue
@@ -452,82 +473,23 @@ def _non_empty(len_counts):
 ROUND_TOKENS = 1 << 17
 
 
-# ``_document`` word by word on a thread's view of n_kw: the thread sees
-#     n_kw = cb scale nkw[w] + cd dwk[w],   n_k = cb scale nk + cd dk,   (view = [cb, cd])
-# the shared table (as it was when the round began; no thread writes it) decayed by the thread's own
-# (B3) steps (cb, their product) plus its own additions (cd dwk: dwk and dk rows of the words in
-# touched, marked in mark). cd is folded into dwk when it falls below RESCALE_BELOW (as
-# ``decay_scaled``). Returns (t_c, n_touched); prod as in ``_document``.
-# The pass and token loops repeat ``_document``'s on purpose (as do scvb0._scvb0_docs's, a different
-# algorithm): (B1) and (B3) here work on the view, and one loop for both would branch on the mode
-# in the innermost loop of the hot path; the shared step (B2) is ``_document_step``.
-@no_nrt
-def _document_view(
-    d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, view, dwk, dk, mark, touched, n_touched, api, q, prod,
-    beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, gen, drawn,
-):  # fmt: skip
-    W, K = nkw.shape
-    Vbeta = W * beta
-    cb = view[0]
-    cd = view[1]
-    td = 0
-    for p in range(burn_in + 1):
-        final = p == burn_in
-        for k in range(K):
-            prod[k] = 1.0
-        for i in range(doc_ptr[d], doc_ptr[d + 1]):
-            w = word_ids[i]
-            m = counts[i]
-            reps = 1 if clumping else m
-            weight = m if clumping else 1
-            if final:
-                n_touched = kern.touch(mark, touched, n_touched, w)
-            for _r in range(reps):
-                bs = cb * scale
-                total = 0.0
-                for k in range(K):  # (B1) on the view
-                    word = bs * nkw[w, k] + cd * dwk[w, k] + beta
-                    x = (n_dk[d, k] + api[k]) * word / (bs * nk[k] + cd * dk[k] + Vbeta)
-                    q[k] = x
-                    total += x
-                inv = 1.0 / total
-                for k in range(K):
-                    q[k] *= inv
-                td = _document_step(n_dk[d], q, n_d, s_d, tau_d, kappa, td, weight)  # (B2)
-                if not final:
-                    continue
-                c = kern.keep_fraction(s_c, tau_c, kappa, t_c, weight)  # (B3) on the view
-                cb *= c
-                cd *= c
-                if cd < kern.RESCALE_BELOW:
-                    for j in range(n_touched):
-                        for k in range(K):
-                            dwk[touched[j], k] *= cd
-                    for k in range(K):
-                        dk[k] *= cd
-                    cd = 1.0
-                g = (1.0 - c) * N / cd
-                for k in range(K):
-                    dwk[w, k] += g * q[k]
-                    dk[k] += g * q[k]
-                t_c += weight
-                _absent_and_draw(prod, q, weight, gen, drawn)
-    view[0] = cb
-    view[1] = cd
-    return t_c, n_touched
-
-
-# A thread's run order[lo:hi] of a word-by-word round: ``_document_view`` for each document, its E_dk
-# into E_docs[b - first] and (drawn_docs not empty: tables = "sample") its counts drawn with the pass's
-# key into drawn_docs[b - first] (zero on entry; (T1) is taken in ``_round_sticks``, with the alpha
-# pi of the document's turn, as one thread does). The documents' prior is alpha pi of the round's
-# start (pi, alpha); with drawn tables and ``step_alpha`` the thread steps its own copy of alpha
-# through its documents by (B6), as if they came right after the round's start (their step counts
-# from t_h on): a round is about half a pass at 2 threads on the movie reviews, and (T1) feeds
-# alpha back into q, so an alpha held for a round ends 1-2 % worse there. Returns n_touched.
+# A thread's run order[lo:hi] of a word-by-word round: ``_document`` for each document on the thread's
+# own table (own, own_k at its scale view[1]; view[0] the product of its (B3) steps), which starts as
+# the round's table (nkw, nk, scale: no thread writes it during the round) with its rows copied as the
+# thread first meets each word (marked in mark, touched). Per token the thread reads and writes one
+# table, as one thread does, so its memory traffic is one thread's: a version that read the round's
+# table and added to rows of its own beside it (``view`` of the two) cost 1.12x one thread's CPU on
+# one core and 1.2-1.4x on two (docs/benchmarks.md). Its E_dk into E_docs[b - first] and (drawn_docs
+# not empty: tables = "sample") its counts drawn with the pass's key into drawn_docs[b - first] (zero
+# on entry; (T1) is taken in ``_round_sticks``, with the alpha pi of the document's turn, as one thread
+# does). The documents' prior is alpha pi of the round's start (pi, alpha); with drawn tables and
+# ``step_alpha`` the thread steps its own copy of alpha through its documents by (B6), as if they came
+# right after the round's start (their step counts from t_h on): a round is about half a pass at 2
+# threads on the movie reviews, and (T1) feeds alpha back into q, so an alpha held for a round ends
+# 1-2 % worse there. Returns n_touched.
 @numba.njit(cache=True, nogil=True)
 def _view_run(
-    doc_ptr, word_ids, counts, doc_len, order, lo, hi, first, n_dk, nkw, nk, scale, view, dwk, dk, mark, touched,
+    doc_ptr, word_ids, counts, doc_len, order, lo, hi, first, n_dk, nkw, nk, scale, view, own, own_k, mark, touched,
     pi, alpha, t_h, s_h, tau_h, step_alpha, E_docs, drawn_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c,
     burn_in, clumping,
 ):  # fmt: skip
@@ -537,6 +499,9 @@ def _view_run(
     api = np.empty(K, dtype=np.float64)
     for k in range(K):
         api[k] = alpha * pi[k]
+        own_k[k] = nk[k]
+    view[0] = 1.0
+    s = scale
     sampled = drawn_docs.shape[0] > 0
     gen, _ = _draw_space(sampled, 0)
     n_touched = 0
@@ -545,10 +510,11 @@ def _view_run(
         n_d = doc_len[d]
         if n_d == 0:
             continue
-        t_c, n_touched = _document_view(
-            d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, view, dwk, dk, mark, touched, n_touched, api,
-            q, prod, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, _document_stream(gen, key, d),
-            drawn_docs[b - first] if sampled else drawn_docs[0:0, 0],
+        drawn = drawn_docs[b - first] if sampled else drawn_docs[0:0, 0]
+        s, t_c, n_touched = _document(
+            d, doc_ptr, word_ids, counts, n_d, n_dk, own, own_k, s, api, q, prod, beta, N, s_c, tau_c, s_d, tau_d,
+            kappa, t_c, burn_in, clumping, False, own, own_k, mark, touched, n_touched, _document_stream(gen, key, d),
+            drawn, nkw, scale, view,
         )  # fmt: skip
         for k in range(K):
             E_docs[b - first, k] = 1.0 - prod[k]
@@ -560,6 +526,7 @@ def _view_run(
             for k in range(K):
                 api[k] = alpha * pi[k]
             t_h += 1
+    view[1] = s
     return n_touched
 
 
@@ -601,35 +568,64 @@ def _round_sticks(
     return t_h
 
 
-# Composing the threads' views (cb_t, cd_t) of a word-by-word round into the table, in thread order
-# (``HdpPcsvb0._merge_views``): n <- cb_t n + cd_t dwk_t for t = 0..T-1 is n <- S n + sum_t f_t dwk_t with
-# S = scale prod_t cb_t (the decayed scale) and f_t = cd_t prod_{s>t} cb_s / scale' (scale' = S, or
-# 1.0 when decay_scaled has folded S into the table).
-@numba.njit(cache=True, nogil=True)
-def _views_decay(views, scale):
+# Rows [w0, w1) of a word-by-word round's merge (``HdpPcsvb0._merge_views``; thread 0 also the
+# totals): the threads' tables composed in thread order. Thread t's table F_t = s_t own_t (views[t] =
+# [cb_t, s_t]) is the round's n_0 = scale nkw decayed by its steps plus its additions, so
+#     n <- F_t + cb_t (n - n_0)   (t = 0..T-1; n <- cb_t n for a row thread t never met)
+# is n <- cb_t n + (its additions): exactly the round's (B3) updates in document order, except that
+# each thread did not see the others' updates of the round. The subtraction rounds, so n is clamped
+# at 0 (a decay of far more than 1e-100 in a round left -1e-323 once, and a negative count stops a
+# resume). Rows no thread met are only decayed, which the new scale does: scale prod_t cb_t, or 1
+# when that falls below RESCALE_BELOW, and those rows are then multiplied by it (``decay_scaled``).
+# Every caller computes the same scale. Marks are reset. Returns the new scale.
+@no_nrt
+def _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, with_totals):
+    T = views.shape[0]
+    K = nkw.shape[1]
     S = scale
-    for t in range(views.shape[0]):
+    for t in range(T):
         S *= views[t, 0]
-    return S
-
-
-@numba.njit(cache=True, nogil=True)
-def _view_factors(views, scale, f):
-    later = 1.0
-    for t in range(views.shape[0] - 1, -1, -1):
-        f[t] = views[t, 1] * later / scale
-        later *= views[t, 0]
+    folded = S < kern.RESCALE_BELOW
+    new = 1.0 if folded else S
+    for w in range(w0, w1):
+        hit = False
+        for t in range(T):
+            if mark[t, w] >= 0:
+                hit = True
+        if not hit:
+            if folded:
+                f = max(S, 0.0)
+                for k in range(K):
+                    nkw[w, k] *= f
+            continue
+        for k in range(K):
+            n0 = scale * nkw[w, k]
+            n = n0
+            for t in range(T):
+                if mark[t, w] >= 0:
+                    n = views[t, 1] * own[t, w, k] + views[t, 0] * (n - n0)
+                else:
+                    n = views[t, 0] * n
+            nkw[w, k] = max(n, 0.0) / new
+        for t in range(T):
+            mark[t, w] = -1
+    if with_totals:
+        for k in range(K):
+            n0 = scale * nk[k]
+            n = n0
+            for t in range(T):
+                n = views[t, 1] * own_k[t, k] + views[t, 0] * (n - n0)
+            nk[k] = max(n, 0.0) / new
+    return new
 
 
 # Thread tid's part of a whole word-by-word pass on T threads (``HdpPcsvb0._round_threads``: lo, cuts
-# and tc_off), waiting for the others on a POSIX barrier inside the kernel. After its run of a round:
-# the views composed into n_kw as ``_merge_views`` does (every thread computes the same factors; it
-# folds and merges its own range of words, thread 0 the totals); thread 0 then steps the sticks per
-# document; each thread resets its view. The same arithmetic as the Python rounds, to the bit.
-# Returns (scale, t_c, t_h).
+# and tc_off), waiting for the others on a POSIX barrier inside the kernel. After its run of a round it
+# merges its range of words (thread 0 the totals too, ``_merge_tables``); thread 0 then steps the
+# sticks per document. The same arithmetic as the Python rounds, to the bit. Returns (scale, t_c, t_h).
 @numba.njit(cache=True, nogil=True)
 def _round_thread(
-    tid, doc_ptr, word_ids, counts, doc_len, order, lo, cuts, tc_off, n_dk, nkw, nk, scale, views, dwk, dk, mark,
+    tid, doc_ptr, word_ids, counts, doc_len, order, lo, cuts, tc_off, n_dk, nkw, nk, scale, views, own, own_k, mark,
     touched, E_docs, drawn_docs, key, stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, s_d, tau_d, s_h,
     tau_h, kappa, t_c, t_h, burn_in, clumping, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values,
     len_counts, barrier,
@@ -637,22 +633,16 @@ def _round_thread(
     T = views.shape[0]
     W = nkw.shape[0]
     address = barrier.ctypes.data
-    f = np.empty(T, dtype=np.float64)
     w0, w1 = W * tid // T, W * (tid + 1) // T  # threads.split(W, T)
     step_alpha = optimize_alpha and not alpha_corpus
     for i in range(lo.shape[0] - 1):
         _view_run(
             doc_ptr, word_ids, counts, doc_len, order, cuts[i, tid], cuts[i, tid + 1], lo[i], n_dk, nkw, nk, scale,
-            views[tid], dwk[tid], dk[tid], mark[tid], touched[tid], pi, hyper[0], t_h, s_h, tau_h, step_alpha, E_docs,
-            drawn_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c + tc_off[i, tid], burn_in, clumping,
+            views[tid], own[tid], own_k[tid], mark[tid], touched[tid], pi, hyper[0], t_h, s_h, tau_h, step_alpha,
+            E_docs, drawn_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c + tc_off[i, tid], burn_in, clumping,
         )  # fmt: skip
         barrier_wait(address)
-        # _merge_views, each thread folding and merging its own range of words
-        scale = kern.decay_scaled_rows(nkw, nk, _views_decay(views, scale), 0.0, w0, w1, tid == 0)
-        _view_factors(views, scale, f)
-        kern.merge_rows(nkw, dwk, f, mark, w0, w1)
-        if tid == 0:
-            kern.merge_totals(nk, dk, f)
+        scale = _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, tid == 0)
         barrier_wait(address)
         if tid == 0:
             _round_sticks(
@@ -660,8 +650,6 @@ def _round_thread(
                 tau_h, kappa, t_h, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts,
             )  # fmt: skip
         t_h += _non_empty_run(order, lo[i], lo[i + 1], doc_len)  # every thread: the next round's t_h
-        views[tid, 0] = 1.0
-        views[tid, 1] = 1.0
         t_c += tc_off[i, T]
         barrier_wait(address)
     return scale, t_c, t_h
@@ -716,7 +704,8 @@ class HdpPcsvb0(CollapsedHdpModel):
         # the minibatch statistics, or (word by word on T threads) each thread's own additions to n_kw
         rows = W if self.opts["minibatch"] > 0 or self.threads > 1 else 0
         self._tables = self._thread_tables(rows)
-        self._views = np.ones((self.threads, 2))
+        # each thread's [cb, s] (``_view_run``), written at each document's end: rows of their own
+        self._views = padded(self.threads, 2, np.float64, full=True)
 
     def initialise(self):
         no_q = np.zeros((0, self.K), dtype=np.float32)
@@ -782,15 +771,18 @@ class HdpPcsvb0(CollapsedHdpModel):
         return np.uint64(key)  # (numba returns a Python int, which it would take back as an int64)
 
     def _merge_views(self):
-        """The threads' views composed into n_kw in thread order (thread t's documents follow thread
-        t-1's): n <- cb_t n + cd_t dwk_t for t = 0..T-1, i.e. with S = scale prod_t cb_t,
-        nkw <- nkw + sum_t f_t dwk_t, f_t = cd_t prod_{s>t} cb_s / S (S folded into nkw first when it
-        falls below RESCALE_BELOW, as decay_scaled does); the views are reset."""
-        self.scale = kern.decay_scaled(self.nkw, self.nk, _views_decay(self._views, self.scale), 0.0)
-        f = np.empty(self.threads)
-        _view_factors(self._views, self.scale, f)
-        self._merge(self.nkw, self.nk, self._tables, f)
-        self._views[:] = 1.0
+        """The threads' tables of a word-by-word round composed into n_kw in thread order
+        (``_merge_tables``), each thread merging its range of words."""
+        own, own_k, mark, _, _ = self._tables
+        ranges, out = split(self.W, self.threads), [1.0] * self.threads
+
+        def part(t):
+            out[t] = _merge_tables(
+                self.nkw, self.nk, self.scale, own, own_k, self._views, mark, ranges[t], ranges[t + 1], t == 0
+            )  # fmt: skip
+
+        self.workers.run(part)
+        self.scale = out[0]
 
     def _steps(self):
         """s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa."""
@@ -821,6 +813,7 @@ class HdpPcsvb0(CollapsedHdpModel):
                     *self._documents(), order, cuts[t], cuts[t + 1], self.n_dk, self.nkw, self.nk, self.scale, api,
                     q[t], prod[t], E[t], hyper[0], beta, N, s_c, tau_c, s_d, tau_d, kappa, self.t_c, o["burn_in"],
                     o["clumping"], True, acc[t], acc_k[t], mark[t], touched[t], 0, alpha_corpus, *draws[t], key,
+                    self._views[t],
                 )  # fmt: skip
                 out[t] = tokens, docs, tables, psi_total
 
@@ -847,11 +840,11 @@ class HdpPcsvb0(CollapsedHdpModel):
 
     def _round_threads(self, order, hyper):
         """Word by word on T threads, in rounds of about ROUND_TOKENS tokens per thread: each thread runs
-        its documents on its own view of n_kw (the round's table, its own decays and additions),
-        with the sticks of the round's start; then the views are composed into n_kw in thread
+        its documents on its own copy of n_kw (the round's table, its own decays and additions),
+        with the sticks of the round's start; then the copies are composed into n_kw in thread
         order, and the sticks take each document's step in order."""
         o, T, K = self.opts, self.threads, self.K
-        dwk, dk, mark, touched, n_touched = self._tables
+        own, own_k, mark, touched, n_touched = self._tables
         s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa = self._steps()
         beta, N, alpha_corpus = float(o["beta"]), float(self.N), o["alpha_update"] == "corpus"
         # round i: documents order[lo[i]:lo[i + 1]] (rounds of about equal tokens, ROUND_TOKENS a
@@ -881,11 +874,10 @@ class HdpPcsvb0(CollapsedHdpModel):
             def thread(t):
                 out[t] = _round_thread(
                     t, *self._documents(), order, lo, cuts, tc_off, self.n_dk, self.nkw, self.nk, self.scale,
-                    self._views, dwk, dk, mark, touched, E_docs, drawn_docs, key, self.order, self.u, self.v, self.pi,
-                    hyper, beta, N,
-                    float(self.D), s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa, self.t_c, self.t_h, o["burn_in"],
-                    o["clumping"], o["optimize_alpha"], o["optimize_gamma"], o["reorder"], alpha_corpus,
-                    *self._lengths, self._barrier.memory,
+                    self._views, own, own_k, mark, touched, E_docs, drawn_docs, key, self.order, self.u, self.v,
+                    self.pi, hyper, beta, N, float(self.D), s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa, self.t_c,
+                    self.t_h, o["burn_in"], o["clumping"], o["optimize_alpha"], o["optimize_gamma"], o["reorder"],
+                    alpha_corpus, *self._lengths, self._barrier.memory,
                 )  # fmt: skip
 
             self.workers.run(thread)
@@ -896,7 +888,7 @@ class HdpPcsvb0(CollapsedHdpModel):
             def part(t, i=i):
                 n_touched[t] = _view_run(
                     *self._documents(), order, cuts[i, t], cuts[i, t + 1], lo[i], self.n_dk, self.nkw, self.nk,
-                    self.scale, self._views[t], dwk[t], dk[t], mark[t], touched[t], self.pi, hyper[0], self.t_h, s_h,
+                    self.scale, self._views[t], own[t], own_k[t], mark[t], touched[t], self.pi, hyper[0], self.t_h, s_h,
                     tau_h, step_alpha, E_docs, drawn_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa,
                     self.t_c + int(tc_off[i, t]), o["burn_in"], o["clumping"],
                 )  # fmt: skip
