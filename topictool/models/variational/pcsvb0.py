@@ -570,27 +570,34 @@ def _round_sticks(
 
 # Rows [w0, w1) of a word-by-word round's merge (``HdpPcsvb0._merge_views``; thread 0 also the
 # totals): the threads' tables composed in thread order. Thread t's table F_t = s_t own_t (views[t] =
-# [cb_t, s_t]) is the round's n_0 = scale nkw decayed by its steps plus its additions, so
-#     n <- F_t + cb_t (n - n_0)   (t = 0..T-1; n <- cb_t n for a row thread t never met)
-# is n <- cb_t n + (its additions): exactly the round's (B3) updates in document order, except that
-# each thread did not see the others' updates of the round. The subtraction rounds, so n is clamped
-# at 0 (a decay of far more than 1e-100 in a round left -1e-323 once, and a negative count stops a
-# resume). Rows no thread met are only decayed, which the new scale does: scale prod_t cb_t, or 1
-# when that falls below RESCALE_BELOW, and those rows are then multiplied by it (``decay_scaled``).
-# Every caller computes the same scale. Marks are reset. Returns the new scale.
+# [cb_t, s_t]) is the round's n_0 = scale nkw decayed by its steps plus its additions a_t, so the
+# round's (B3) updates in document order, n <- cb_t n + a_t (t = 0..T-1; a_t = F_t - cb_t n_0 for a
+# row thread t met, else 0), come to
+#     n = P n_0 + sum_{t met w} g_t (F_t - cb_t n_0),   P = prod_t cb_t,  g_t = prod_{s>t} cb_s
+# (g: scratch, T), exactly what one thread would have made of the round's documents except that each
+# thread did not see the others' updates of the round. It is summed a thread's row at a time. The
+# subtraction rounds, so n is clamped at 0 (a decay of far more than 1e-100 in a round left -1e-323
+# once, and a negative count stops a resume). Rows no thread met are only decayed, which the new
+# scale does: P scale, or 1 when that falls below RESCALE_BELOW, and those rows are then multiplied
+# by it (``decay_scaled``). Every caller computes the same scale. Marks are reset. Returns the new
+# scale.
 @no_nrt
-def _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, with_totals):
+def _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, with_totals, g):
     T = views.shape[0]
     K = nkw.shape[1]
-    S = scale
-    for t in range(T):
-        S *= views[t, 0]
+    P = 1.0
+    for t in range(T - 1, -1, -1):
+        g[t] = P
+        P *= views[t, 0]
+    S = scale * P
     folded = S < kern.RESCALE_BELOW
     new = 1.0 if folded else S
     for w in range(w0, w1):
+        a = P
         hit = False
         for t in range(T):
             if mark[t, w] >= 0:
+                a -= g[t] * views[t, 0]
                 hit = True
         if not hit:
             if folded:
@@ -598,24 +605,27 @@ def _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, with_totals):
                 for k in range(K):
                     nkw[w, k] *= f
             continue
+        a *= scale / new
         for k in range(K):
-            n0 = scale * nkw[w, k]
-            n = n0
-            for t in range(T):
-                if mark[t, w] >= 0:
-                    n = views[t, 1] * own[t, w, k] + views[t, 0] * (n - n0)
-                else:
-                    n = views[t, 0] * n
-            nkw[w, k] = max(n, 0.0) / new
+            nkw[w, k] *= a
         for t in range(T):
-            mark[t, w] = -1
-    if with_totals:
+            if mark[t, w] >= 0:
+                b = g[t] * views[t, 1] / new
+                for k in range(K):
+                    nkw[w, k] += b * own[t, w, k]
+                mark[t, w] = -1
         for k in range(K):
-            n0 = scale * nk[k]
-            n = n0
+            nkw[w, k] = max(nkw[w, k], 0.0)
+    if with_totals:  # every thread met the totals
+        a = P
+        for t in range(T):
+            a -= g[t] * views[t, 0]
+        a *= scale / new
+        for k in range(K):
+            x = a * nk[k]
             for t in range(T):
-                n = views[t, 1] * own_k[t, k] + views[t, 0] * (n - n0)
-            nk[k] = max(n, 0.0) / new
+                x += g[t] * views[t, 1] / new * own_k[t, k]
+            nk[k] = max(x, 0.0)
     return new
 
 
@@ -633,6 +643,7 @@ def _round_thread(
     T = views.shape[0]
     W = nkw.shape[0]
     address = barrier.ctypes.data
+    g = np.empty(T, dtype=np.float64)
     w0, w1 = W * tid // T, W * (tid + 1) // T  # threads.split(W, T)
     step_alpha = optimize_alpha and not alpha_corpus
     for i in range(lo.shape[0] - 1):
@@ -642,7 +653,7 @@ def _round_thread(
             E_docs, drawn_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c + tc_off[i, tid], burn_in, clumping,
         )  # fmt: skip
         barrier_wait(address)
-        scale = _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, tid == 0)
+        scale = _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, tid == 0, g)
         barrier_wait(address)
         if tid == 0:
             _round_sticks(
@@ -778,7 +789,8 @@ class HdpPcsvb0(CollapsedHdpModel):
 
         def part(t):
             out[t] = _merge_tables(
-                self.nkw, self.nk, self.scale, own, own_k, self._views, mark, ranges[t], ranges[t + 1], t == 0
+                self.nkw, self.nk, self.scale, own, own_k, self._views, mark, ranges[t], ranges[t + 1], t == 0,
+                np.empty(self.threads),
             )  # fmt: skip
 
         self.workers.run(part)
