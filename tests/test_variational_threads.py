@@ -29,7 +29,7 @@ VARIANTS = [
     (LdaScvb0, dict(K=5, minibatch=16, clumping=True, burn_in=0)),
     (HdpPcvb0, dict(K=8)),
     (HdpPcvb0, dict(K=8, clumping=True, init="random")),
-    (HdpPcsvb0, dict(K=8)),  # word by word: rounds of views
+    (HdpPcsvb0, dict(K=8)),  # word by word: rounds of the threads' own tables
     (HdpPcsvb0, dict(K=8, tables="bound")),  # the paper's tables, word by word
     (HdpPcsvb0, dict(K=8, clumping=True, burn_in=1, s_c=500.0)),  # rho^c near 1: scales fold often
     (HdpPcsvb0, dict(K=8, minibatch=10, alpha_update="corpus")),
@@ -123,10 +123,44 @@ def test_in_kernel_pass_equals_python_rounds(small, cls, opts):
         assert folds > 0 or "s_phi" not in opts  # the fold case really folded
 
 
+@pytest.mark.parametrize("decays", [(0.5, 0.25, 0.8), (1e-60, 1e-50, 0.9)], ids=["plain", "folded"])
+def test_pcsvb0_round_merge_is_the_rounds_updates_in_thread_order(decays):
+    """_merge_tables: three threads' own tables (each the round's table n_0 decayed by c_t plus its
+    additions a_t, at its own scale s_t, in the rows it met) compose into c_2 (c_1 (c_0 n_0 + a_0) +
+    a_1) + a_2, with a_t = 0 in the rows thread t never met (their own rows hold anything); rows no
+    thread met are only decayed; with "folded" the new scale (1e-110 scale) falls below 1e-100 and is
+    folded into the table."""
+    rng = np.random.default_rng(5)
+    T, W, K, scale = 3, 9, 4, 0.5
+    nkw, nk = rng.uniform(1, 10, (W, K)), rng.uniform(50, 100, K)
+    n0, n0_k = scale * nkw, scale * nk
+    met = rng.random((T, W)) < 0.5
+    met[:, 0], met[:, 1], met[0, 2] = False, True, True  # a row no thread met, one every thread met
+    mark = np.where(met, 0, -1).astype(np.int64)
+    s = np.array([0.3, 2.0, 1e-40])
+    views = np.column_stack([decays, s])
+    own, own_k = rng.uniform(-5, 5, (T, W, K)), np.empty((T, K))  # garbage where not met
+    want, want_k = n0.copy(), n0_k.copy()
+    for t in range(T):
+        a, a_k = rng.uniform(0, 3, (W, K)) * met[t][:, None], rng.uniform(0, 3, K)
+        own[t][met[t]] = ((decays[t] * n0 + a) / s[t])[met[t]]
+        own_k[t] = (decays[t] * n0_k + a_k) / s[t]
+        want, want_k = decays[t] * want + a, decays[t] * want_k + a_k
+    table, totals, new = nkw.copy(), nk.copy(), None
+    for w0, w1 in ((0, 4), (4, W)):  # two callers, each its range of words
+        got = pcsvb0._merge_tables(table, totals, scale, own, own_k, views, mark, w0, w1, w0 == 0, np.empty(T))
+        assert new is None or got == new
+        new = got
+    assert new == (1.0 if scale * np.prod(decays) < kern.RESCALE_BELOW else scale * np.prod(decays))
+    np.testing.assert_allclose(new * table, want, rtol=1e-12, atol=1e-12 * n0.max())
+    np.testing.assert_allclose(new * totals, want_k, rtol=1e-12)
+    assert (mark == -1).all()
+
+
 def test_pcsvb0_views_keep_the_table_non_negative_under_extreme_steps():
     """rho^c near 1 (s_c = 900) decays a round's table by far more than 1e-100 on 3 threads: the
-    merged n_kw must stay >= 0, so that the checkpoint resumes (a version that took the table's part
-    back out of the threads' rows by subtraction left -1e-323 here, and the state was refused)."""
+    merged n_kw must stay >= 0, so that the checkpoint resumes (the merge takes the round's table
+    back out of the threads' tables by subtraction, which left -1e-323 here before it clamped)."""
     train, _, _ = synth.lda(topics=5, vocab_size=120, documents=150, test_documents=20, length=40, seed=4)
     for extra in (dict(gamma=0.05), dict(alpha=0.01, gamma=0.01)):
         opts = HdpPcsvb0.resolve_options(dict(K=30, s_c=900.0, **extra))
