@@ -397,7 +397,9 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
     return s, r, nnz
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+# Compiled on its own with fastmath, as _open_row (below): s's sum reassociated, the K divisions
+# vectorise. A cell of a 64-lane sweep starts with it (4,096 cells a sweep).
+@no_nrt_fastmath
 def _smoothing(n_k, alpha, beta, wbeta, inv, coef):
     """inv_k = 1 / (beta W + n_k), c_k = alpha_k inv_k (no document), and returns s."""
     s = 0.0
