@@ -6,6 +6,8 @@ re-recorded on 2026-11-25, when the sampler stopped moving a token's slot before
 new topic (lda_gibbs/kernels.py: a different walk order, so a different but equally exact
 chain); the hdp-online-sm entry on 2026-11-26, when a split proposal's E[log phi] moved from
 scipy's digamma to the kernels' (split_merge.py: the same moves, phi within 5e-14 of the old);
+the lda-scvb0 entry on 2026-11-28, when (F1)'s sum over the topics became eight running sums
+(scvb0.py, ``_responsibilities``, kernels/sums.py: the same updates, summed in another order);
 every other entry is the original recording. hdp-pcsvb0 keeps its recording with tables=bound,
 its default until 2026-11-26; "hdp-pcsvb0+tables" (today's default, alpha's tables drawn) was
 recorded then.

@@ -93,6 +93,7 @@ from ...kernels.jit import no_nrt, no_nrt_fastmath, no_nrt_inline  # the documen
 from ...kernels.partition import first_at_least as _first_at_least
 from ...kernels.prefetch import prefetch
 from ...kernels.rng import uniform
+from ...kernels.sums import sum8
 from ...threads import finish_part, next_round, take_part
 
 RUN_SCAN = 32  # _run_end: tokens scanned in order before bisecting
@@ -397,9 +398,7 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
     return s, r, nnz
 
 
-# Compiled on its own with fastmath, as _open_row (below): s's sum reassociated, the K divisions
-# vectorise. A cell of a 64-lane sweep starts with it (4,096 cells a sweep).
-@no_nrt_fastmath
+@numba.njit(cache=True, nogil=True, inline="always")
 def _smoothing(n_k, alpha, beta, wbeta, inv, coef):
     """inv_k = 1 / (beta W + n_k), c_k = alpha_k inv_k (no document), and returns s."""
     s = 0.0
@@ -580,19 +579,19 @@ def _cell_documents(
 # it; the next visit overwrites all K of c_k. The r bucket then walks the row's topics in topic
 # order (_sample_tokens without a list). A row is a function of z alone (fill_rows), so a
 # resumed run has the rows of the straight one and the cells need no flags.
-# Compiled on its own with fastmath (an inlined function takes its caller's flags, and the document
-# loops are not fastmath), so that r's sum may be reassociated and the loop vectorised: 18 ns a visit
-# at K = 100 where four running sums, inlined, took 85 (a visit of a 64-lane sweep holds about 4.5
-# tokens, so this had been about a fifth of the sweep's CPU). c_k keeps the form _sample_tokens
-# updates it with.
-@no_nrt_fastmath
-def _open_row(ndk, inv, coef, alpha, beta):
+# The products n_dk inv_k go through qs (free between tokens), so that both loops are elementwise
+# (vectorised) and r is summed by sum8, eight independent chains in a fixed order: 36 ns a visit at
+# K = 100 where four running sums over the row took 65 (a visit of a 64-lane sweep holds about 4.5
+# tokens, so this was a large part of what 64 lanes cost beyond one thread). A fastmath sum was 29
+# ns but not the same bits from run to run (kernels/sums.py).
+@numba.njit(cache=True, nogil=True, inline="always")
+def _open_row(ndk, inv, coef, qs, alpha, beta):
     """c_k for all K topics of a document's dense row, and its r = sum_k r_k."""
-    r = 0.0
-    for k in range(inv.shape[0]):
+    K = inv.shape[0]
+    for k in range(K):
         coef[k] = (alpha[k] + ndk[k]) * inv[k]
-        r += ndk[k] * inv[k]
-    return beta * r
+        qs[k] = ndk[k] * inv[k]
+    return beta * sum8(qs, K)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -625,7 +624,7 @@ def _row_visits(
         if i0 == i1:  # no token of the document in this word block
             continue
         ndk = rows[d]
-        r = _open_row(ndk, inv, coef, alpha, beta)
+        r = _open_row(ndk, inv, coef, qs, alpha, beta)
         s, r, _ = _sample_tokens(
             i0, i1, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, no_list, 0, s, r, gen, TB
         )
