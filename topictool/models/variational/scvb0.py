@@ -80,7 +80,7 @@ def _responsibilities(phi_w, inv_nz, n_theta_d, gam, scale, beta, alpha):
 # touched listed in touched, marked in mark). Writes n_theta's rows of these documents only and
 # reads the shared tables only, so threads may run it on disjoint runs of documents at once.
 # gam: K of scratch (no_nrt: kernels/jit.py). Returns (n_touched, tokens).
-# The burn-in, clumping and touch loop is the same as pcsvb0._document_view's, around different
+# The burn-in, clumping and touch loop is the same as pcsvb0._document's, around different
 # updates (SCVB0's (F1)-(F2), no sticks and no per-token (B3)): kept apart so each inner loop stays
 # branch-free.
 @no_nrt
