@@ -97,3 +97,34 @@ def test_learn_symmetric_concentration_recovers_beta():
     length_hist = np.bincount(sizes).astype(np.int64)
     total = learn_symmetric_concentration(count_hist, length_hist, W, 1.0 * W, 1000, 1e-12)
     assert total / W == pytest.approx(beta_true, rel=0.1)
+
+
+def test_sum8_is_its_fixed_tree_whatever_the_array_lies():
+    """kernels/sums.py: eight running sums (k mod 8) combined pairwise, the remainder into the
+    first; the same bits for a copy of the array at another address (a fastmath sum was not), and
+    within rounding of the exact sum, for lengths with and without a remainder."""
+    import math
+
+    import numba
+
+    from topictool.kernels.sums import sum8
+
+    @numba.njit
+    def call(x):
+        return sum8(x, x.shape[0])
+
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 7, 8, 13, 50, 100, 203):
+        x = rng.random(n) * 10.0 ** rng.integers(-3, 4, n)
+        s = [0.0] * 8
+        for k in range(n - n % 8):
+            s[k % 8] += x[k]
+        for k in range(n - n % 8, n):
+            s[0] += x[k]
+        tree = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+        assert call(x) == tree
+        for offset in range(1, 4):  # the same values at other alignments
+            buf = np.empty(n + offset)
+            buf[offset:] = x
+            assert call(buf[offset:]) == tree
+        assert math.isclose(call(x), math.fsum(x), rel_tol=1e-14, abs_tol=1e-300)
