@@ -72,6 +72,26 @@ def keep_fraction(s, tau, kappa, t, m):
     return c
 
 
+# 1 - rho_t for t = 0..n-1: the factors keep_fraction multiplies, made once (a power each) for a
+# step counter that restarts at every document, so that a token's step is a load, not a power.
+@numba.njit(cache=True, nogil=True)
+def keep_table(s, tau, kappa, n):
+    out = np.empty(n, dtype=np.float64)
+    for t in range(n):
+        out[t] = 1.0 - step_size(s, tau, kappa, t)
+    return out
+
+
+# keep_fraction(s, tau, kappa, t, m) from keep_table(s, tau, kappa, >= t + m): the same product, to
+# the bit.
+@numba.njit(cache=True, nogil=True, inline="always")
+def keep_fraction_table(table, t, m):
+    c = 1.0
+    for i in range(m):
+        c *= table[t + i]
+    return c
+
+
 # Random soft assignments: q_i ~ normalised Uniform(0,1)^K per unit (token or
 # distinct word of a document), accumulated with the unit's count into the
 # expected counts n_dk, n_wk, n_k. q_store (units, K) keeps them (PCVB0) or has 0 rows;

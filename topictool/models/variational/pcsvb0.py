@@ -190,10 +190,10 @@ def _responsibility(n_dk_d, api, nkw_w, nk, scale, beta, Vbeta, q):
 
 
 # (B2) for a token of weight ``weight`` with responsibilities q: n_dk_d (K, document d's row) <- c n_dk_d
-# + (1 - c) n_d q at step td of the document. Returns td + weight.
+# + (1 - c) n_d q at step td of the document (keep_d: ``HdpPcsvb0._keep_d``). Returns td + weight.
 @numba.njit(cache=True, nogil=True, inline="always")
-def _document_step(n_dk_d, q, n_d, s_d, tau_d, kappa, td, weight):
-    c = kern.keep_fraction(s_d, tau_d, kappa, td, weight)
+def _document_step(n_dk_d, q, n_d, keep_d, td, weight):
+    c = kern.keep_fraction_table(keep_d, td, weight)
     f = (1.0 - c) * n_d
     for k in range(q.shape[0]):
         n_dk_d[k] = c * n_dk_d[k] + f * q[k]
@@ -282,7 +282,7 @@ def _document_stream(gen, key, d):
 # the thread's (B3) steps so far, whose product view[0] keeps.
 @no_nrt
 def _document(
-    d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, api, q, prod, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c,
+    d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, api, q, prod, beta, N, s_c, tau_c, keep_d, kappa, t_c,
     burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched, gen, drawn, base, base_scale, view,
 ):  # fmt: skip
     W, K = nkw.shape
@@ -313,7 +313,7 @@ def _document(
                     nkw[w, k] = f * base[w, k]
             for _r in range(reps):
                 _responsibility(n_dk[d], api, nkw[w], nk, scale, beta, Vbeta, q)  # (B1)
-                td = _document_step(n_dk[d], q, n_d, s_d, tau_d, kappa, td, weight)  # (B2)
+                td = _document_step(n_dk[d], q, n_d, keep_d, td, weight)  # (B2)
                 if not final:
                     continue
                 if batch:
@@ -342,7 +342,7 @@ def _document(
 @no_nrt
 def _run_documents(
     doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_dk, nkw, nk, scale, api, q, prod, E_mean, alpha, beta, N,
-    s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched, alpha_corpus,
+    s_c, tau_c, keep_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched, alpha_corpus,
     gen, drawn, key, view,
 ):  # fmt: skip
     K = nkw.shape[1]
@@ -358,9 +358,9 @@ def _run_documents(
         tokens += n_d
         docs += 1
         scale, t_c, n_touched = _document(
-            d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, api, q, prod, beta, N, s_c, tau_c, s_d,
-            tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched,
-            _document_stream(gen, key, d), drawn, nkw[0:0], 1.0, view,
+            d, doc_ptr, word_ids, counts, n_d, n_dk, nkw, nk, scale, api, q, prod, beta, N, s_c, tau_c, keep_d,
+            kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, n_touched, _document_stream(gen, key, d),
+            drawn, nkw[0:0], 1.0, view,
         )  # fmt: skip
         for k in range(K):
             e = 1.0 - prod[k]  # E_k
@@ -407,7 +407,7 @@ def _minibatch_end(
 @numba.njit(cache=True, nogil=True)
 def _pcsvb0_pass(
     doc_ptr, word_ids, counts, doc_len, order, minibatch, n_dk, nkw, nk, scale, acc, acc_k, mark, touched,
-    stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa, t_c, t_h, burn_in,
+    stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, keep_d, s_h, tau_h, kappa, t_c, t_h, burn_in,
     clumping, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values, len_counts, sample_tables, key,
 ):  # fmt: skip
     K = nkw.shape[1]
@@ -428,7 +428,7 @@ def _pcsvb0_pass(
             E_mean[k] = 0.0
         scale, t_c, n_touched, tokens, docs, tables, psi_total = _run_documents(
             doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_dk, nkw, nk, scale, api, q, prod, E_mean, hyper[0],
-            beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, 0,
+            beta, N, s_c, tau_c, keep_d, kappa, t_c, burn_in, clumping, batch, acc, acc_k, mark, touched, 0,
             alpha_corpus, gen, drawn, key, view,
         )  # fmt: skip
         if docs == 0:
@@ -490,7 +490,7 @@ ROUND_TOKENS = 1 << 17
 @numba.njit(cache=True, nogil=True)
 def _view_run(
     doc_ptr, word_ids, counts, doc_len, order, lo, hi, first, n_dk, nkw, nk, scale, view, own, own_k, mark, touched,
-    pi, alpha, t_h, s_h, tau_h, step_alpha, E_docs, drawn_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c,
+    pi, alpha, t_h, s_h, tau_h, step_alpha, E_docs, drawn_docs, key, beta, N, s_c, tau_c, keep_d, kappa, t_c,
     burn_in, clumping,
 ):  # fmt: skip
     K = nkw.shape[1]
@@ -512,7 +512,7 @@ def _view_run(
             continue
         drawn = drawn_docs[b - first] if sampled else drawn_docs[0:0, 0]
         s, t_c, n_touched = _document(
-            d, doc_ptr, word_ids, counts, n_d, n_dk, own, own_k, s, api, q, prod, beta, N, s_c, tau_c, s_d, tau_d,
+            d, doc_ptr, word_ids, counts, n_d, n_dk, own, own_k, s, api, q, prod, beta, N, s_c, tau_c, keep_d,
             kappa, t_c, burn_in, clumping, False, own, own_k, mark, touched, n_touched, _document_stream(gen, key, d),
             drawn, nkw, scale, view,
         )  # fmt: skip
@@ -636,7 +636,7 @@ def _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, with_totals, 
 @numba.njit(cache=True, nogil=True)
 def _round_thread(
     tid, doc_ptr, word_ids, counts, doc_len, order, lo, cuts, tc_off, n_dk, nkw, nk, scale, views, own, own_k, mark,
-    touched, E_docs, drawn_docs, key, stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, s_d, tau_d, s_h,
+    touched, E_docs, drawn_docs, key, stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, keep_d, s_h,
     tau_h, kappa, t_c, t_h, burn_in, clumping, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values,
     len_counts, barrier,
 ):  # fmt: skip
@@ -650,7 +650,7 @@ def _round_thread(
         _view_run(
             doc_ptr, word_ids, counts, doc_len, order, cuts[i, tid], cuts[i, tid + 1], lo[i], n_dk, nkw, nk, scale,
             views[tid], own[tid], own_k[tid], mark[tid], touched[tid], pi, hyper[0], t_h, s_h, tau_h, step_alpha,
-            E_docs, drawn_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa, t_c + tc_off[i, tid], burn_in, clumping,
+            E_docs, drawn_docs, key, beta, N, s_c, tau_c, keep_d, kappa, t_c + tc_off[i, tid], burn_in, clumping,
         )  # fmt: skip
         barrier_wait(address)
         scale = _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, tid == 0, g)
@@ -712,6 +712,11 @@ class HdpPcsvb0(CollapsedHdpModel):
         self.gbar = self.gamma
         self.E_bar = 0.0
         self._lengths = sticks.length_histogram(self.doc_len)
+        # (B2)'s 1 - rho^d_t for every step t a document's visit reaches (its burn-in passes and the
+        # final one): a table, not a power a token (the same numbers, kernels.keep_table)
+        o = self.opts
+        steps = (int(o["burn_in"]) + 1) * int(self.doc_len.max(initial=0))
+        self._keep_d = kern.keep_table(float(o["s_d"]), float(o["tau_d"]), float(o["kappa"]), steps)
         # the minibatch statistics, or (word by word on T threads) each thread's own additions to n_kw
         rows = W if self.opts["minibatch"] > 0 or self.threads > 1 else 0
         self._tables = self._thread_tables(rows)
@@ -797,8 +802,10 @@ class HdpPcsvb0(CollapsedHdpModel):
         self.scale = out[0]
 
     def _steps(self):
-        """s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa."""
-        return tuple(float(self.opts[k]) for k in ("s_c", "tau_c", "s_d", "tau_d", "s_h", "tau_h", "kappa"))
+        """s_c, tau_c, keep_d, s_h, tau_h, kappa."""
+        o = self.opts
+        s_c, tau_c, s_h, tau_h, kappa = (float(o[k]) for k in ("s_c", "tau_c", "s_h", "tau_h", "kappa"))
+        return s_c, tau_c, self._keep_d, s_h, tau_h, kappa
 
     def _minibatch_threads(self, order, hyper):
         """Minibatches on T threads: thread t takes a run of each minibatch's documents (about equal
@@ -806,7 +813,7 @@ class HdpPcsvb0(CollapsedHdpModel):
         these are summed in thread order before (B3)-(B6)."""
         o, T, K = self.opts, self.threads, self.K
         acc, acc_k, mark, touched, n_touched = self._tables
-        s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa = self._steps()
+        s_c, tau_c, keep_d, s_h, tau_h, kappa = self._steps()
         beta, N, alpha_corpus = float(o["beta"]), float(self.N), o["alpha_update"] == "corpus"
         # each thread's E_dk sums and scratch q, prod (written at every token: rows a cache line apart)
         E, q, prod = (padded(T, K, np.float64) for _ in range(3))
@@ -823,7 +830,7 @@ class HdpPcsvb0(CollapsedHdpModel):
             def part(t, cuts=cuts):
                 *_, n_touched[t], tokens, docs, tables, psi_total = _run_documents(
                     *self._documents(), order, cuts[t], cuts[t + 1], self.n_dk, self.nkw, self.nk, self.scale, api,
-                    q[t], prod[t], E[t], hyper[0], beta, N, s_c, tau_c, s_d, tau_d, kappa, self.t_c, o["burn_in"],
+                    q[t], prod[t], E[t], hyper[0], beta, N, s_c, tau_c, keep_d, kappa, self.t_c, o["burn_in"],
                     o["clumping"], True, acc[t], acc_k[t], mark[t], touched[t], 0, alpha_corpus, *draws[t], key,
                     self._views[t],
                 )  # fmt: skip
@@ -857,7 +864,7 @@ class HdpPcsvb0(CollapsedHdpModel):
         order, and the sticks take each document's step in order."""
         o, T, K = self.opts, self.threads, self.K
         own, own_k, mark, touched, n_touched = self._tables
-        s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa = self._steps()
+        s_c, tau_c, keep_d, s_h, tau_h, kappa = self._steps()
         beta, N, alpha_corpus = float(o["beta"]), float(self.N), o["alpha_update"] == "corpus"
         # round i: documents order[lo[i]:lo[i + 1]] (rounds of about equal tokens, ROUND_TOKENS a
         # thread); thread t's run order[cuts[i, t]:cuts[i, t + 1]] (about equal tokens), its (B3) steps
@@ -887,7 +894,7 @@ class HdpPcsvb0(CollapsedHdpModel):
                 out[t] = _round_thread(
                     t, *self._documents(), order, lo, cuts, tc_off, self.n_dk, self.nkw, self.nk, self.scale,
                     self._views, own, own_k, mark, touched, E_docs, drawn_docs, key, self.order, self.u, self.v,
-                    self.pi, hyper, beta, N, float(self.D), s_c, tau_c, s_d, tau_d, s_h, tau_h, kappa, self.t_c,
+                    self.pi, hyper, beta, N, float(self.D), s_c, tau_c, keep_d, s_h, tau_h, kappa, self.t_c,
                     self.t_h, o["burn_in"], o["clumping"], o["optimize_alpha"], o["optimize_gamma"], o["reorder"],
                     alpha_corpus, *self._lengths, self._barrier.memory,
                 )  # fmt: skip
@@ -901,7 +908,7 @@ class HdpPcsvb0(CollapsedHdpModel):
                 n_touched[t] = _view_run(
                     *self._documents(), order, cuts[i, t], cuts[i, t + 1], lo[i], self.n_dk, self.nkw, self.nk,
                     self.scale, self._views[t], own[t], own_k[t], mark[t], touched[t], self.pi, hyper[0], self.t_h, s_h,
-                    tau_h, step_alpha, E_docs, drawn_docs, key, beta, N, s_c, tau_c, s_d, tau_d, kappa,
+                    tau_h, step_alpha, E_docs, drawn_docs, key, beta, N, s_c, tau_c, keep_d, kappa,
                     self.t_c + int(tc_off[i, t]), o["burn_in"], o["clumping"],
                 )  # fmt: skip
 

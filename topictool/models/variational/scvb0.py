@@ -86,7 +86,7 @@ def _responsibilities(phi_w, inv_nz, n_theta_d, gam, scale, beta, alpha):
 @no_nrt
 def _scvb0_docs(
     doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_theta, phi_wk, scale, inv_nz, acc, acc_z, mark, touched,
-    n_touched, alpha, beta, s_theta, tau_theta, kappa, burn_in, clumping, gam,
+    n_touched, alpha, beta, keep_theta, burn_in, clumping, gam,
 ):  # fmt: skip
     K = phi_wk.shape[1]
     tokens = 0
@@ -106,7 +106,7 @@ def _scvb0_docs(
                     n_touched = kern.touch(mark, touched, n_touched, w)
                 for _r in range(reps):
                     inv = 1.0 / _responsibilities(phi_wk[w], inv_nz, n_theta[d], gam, scale, beta, alpha)  # (F1)
-                    c = kern.keep_fraction(s_theta, tau_theta, kappa, td, weight)
+                    c = kern.keep_fraction_table(keep_theta, td, weight)
                     f = (1.0 - c) * Cj * inv
                     for k in range(K):  # (F2)
                         n_theta[d, k] = c * n_theta[d, k] + f * gam[k]
@@ -132,7 +132,7 @@ def _inverse_totals(n_z, scale, W, beta, inv_nz):
 @numba.njit(cache=True, nogil=True)
 def _scvb0_pass(
     doc_ptr, word_ids, counts, doc_len, order, minibatch, n_theta, phi_wk, n_z, scale, acc, acc_z,
-    mark, touched, alpha, beta, C, s_phi, tau_phi, s_theta, tau_theta, kappa, t, burn_in, clumping,
+    mark, touched, alpha, beta, C, s_phi, tau_phi, keep_theta, kappa, t, burn_in, clumping,
 ):  # fmt: skip
     W, K = phi_wk.shape
     D = order.shape[0]
@@ -143,7 +143,7 @@ def _scvb0_pass(
         _inverse_totals(n_z, scale, W, beta, inv_nz)
         n_touched, tokens = _scvb0_docs(
             doc_ptr, word_ids, counts, doc_len, order, lo, hi, n_theta, phi_wk, scale, inv_nz, acc, acc_z, mark,
-            touched, 0, alpha, beta, s_theta, tau_theta, kappa, burn_in, clumping, gam,
+            touched, 0, alpha, beta, keep_theta, burn_in, clumping, gam,
         )  # fmt: skip
         # (F3)-(F4): N <- (1 - rho) N + rho C/|M| sum gamma
         rho = kern.step_size(s_phi, tau_phi, kappa, t)
@@ -162,7 +162,7 @@ def _scvb0_pass(
 @numba.njit(cache=True, nogil=True)
 def _scvb0_pass_thread(
     tid, doc_ptr, word_ids, counts, doc_len, order, cuts, ranges, n_theta, phi_wk, n_z, scale, acc, acc_z, mark,
-    touched, tokens, alpha, beta, C, s_phi, tau_phi, s_theta, tau_theta, kappa, t, burn_in, clumping, barrier,
+    touched, tokens, alpha, beta, C, s_phi, tau_phi, keep_theta, kappa, t, burn_in, clumping, barrier,
 ):  # fmt: skip
     W, K = phi_wk.shape
     T = acc.shape[0]
@@ -175,7 +175,7 @@ def _scvb0_pass_thread(
         _inverse_totals(n_z, scale, W, beta, inv_nz)
         _, tokens[tid] = _scvb0_docs(
             doc_ptr, word_ids, counts, doc_len, order, cuts[b, tid], cuts[b, tid + 1], n_theta, phi_wk, scale, inv_nz,
-            acc[tid], acc_z[tid], mark[tid], touched[tid], 0, alpha, beta, s_theta, tau_theta, kappa, burn_in, clumping,
+            acc[tid], acc_z[tid], mark[tid], touched[tid], 0, alpha, beta, keep_theta, burn_in, clumping,
             gam,
         )  # fmt: skip
         barrier_wait(address)
@@ -231,6 +231,11 @@ class LdaScvb0(VariationalModel):
         self.t = 0
         # Nhat^Phi, Nhat^Z of the minibatch, one accumulator per thread
         self._acc, self._acc_z, self._mark, self._touched, self._n_touched = self._thread_tables(W)
+        # (F2)'s 1 - rho^Theta_t for every step t a document's visit reaches (burn-in passes and the
+        # final one): a table, not a power a token (the same numbers, kernels.keep_table)
+        o = self.opts
+        steps = (int(o["burn_in"]) + 1) * int(self.doc_len.max(initial=0))
+        self._keep_theta = kern.keep_table(float(o["s_theta"]), float(o["tau_theta"]), float(o["kappa"]), steps)
 
     def initialise(self):
         no_q, no_E = np.zeros((0, self.K), dtype=np.float32), np.zeros(0)
@@ -242,13 +247,12 @@ class LdaScvb0(VariationalModel):
         o = self.opts
         order = self._epoch_order()
         alpha, beta = (float(o[k]) for k in ("alpha", "beta"))
-        steps = ("s_phi", "tau_phi", "s_theta", "tau_theta", "kappa")
-        s_phi, tau_phi, s_theta, tau_theta, kappa = (float(o[k]) for k in steps)
+        s_phi, tau_phi, kappa = (float(o[k]) for k in ("s_phi", "tau_phi", "kappa"))
         if self.threads == 1:
             self.scale, self.t = _scvb0_pass(
                 *self._documents(), order, o["minibatch"], self.n_theta, self.phi_wk, self.n_z, self.scale,
                 self._acc[0], self._acc_z[0], self._mark[0], self._touched[0], alpha, beta, float(self.N),
-                s_phi, tau_phi, s_theta, tau_theta, kappa, self.t, o["burn_in"], o["clumping"],
+                s_phi, tau_phi, self._keep_theta, kappa, self.t, o["burn_in"], o["clumping"],
             )  # fmt: skip
         elif BARRIERS and not self._python_rounds:  # module docstring, "Threads": one kernel call a thread
             cuts = self._minibatch_cuts(order, o["minibatch"])
@@ -262,18 +266,18 @@ class LdaScvb0(VariationalModel):
                 out[t] = _scvb0_pass_thread(
                     t, *self._documents(), order, cuts, ranges, self.n_theta, self.phi_wk, self.n_z, self.scale,
                     self._acc, self._acc_z, self._mark, self._touched, tokens, alpha, beta, float(self.N), s_phi,
-                    tau_phi, s_theta, tau_theta, kappa, self.t, o["burn_in"], o["clumping"], self._barrier.memory,
+                    tau_phi, self._keep_theta, kappa, self.t, o["burn_in"], o["clumping"], self._barrier.memory,
                 )  # fmt: skip
 
             self.workers.run(thread)
             self.scale, self.t = out[0]
         else:
-            self._pass_rounds(order, alpha, beta, s_phi, tau_phi, s_theta, tau_theta, kappa)
+            self._pass_rounds(order, alpha, beta, s_phi, tau_phi, kappa)
         self.iteration += 1
         rho_phi = kern.step_size(o["s_phi"], o["tau_phi"], o["kappa"], self.t - 1)
         return self._metrics(minibatches=self.t, rho_phi=float(rho_phi))
 
-    def _pass_rounds(self, order, alpha, beta, s_phi, tau_phi, s_theta, tau_theta, kappa):
+    def _pass_rounds(self, order, alpha, beta, s_phi, tau_phi, kappa):
         """The threaded pass from Python, a Workers.run per minibatch and one per merge: where the C
         library has no POSIX barriers, and the reference the one-call kernel is tested against."""
         o = self.opts
@@ -287,7 +291,7 @@ class LdaScvb0(VariationalModel):
                 self._n_touched[t], tokens[t] = _scvb0_docs(
                     *self._documents(), order, cuts[t], cuts[t + 1], self.n_theta, self.phi_wk, self.scale,
                     inv_nz, self._acc[t], self._acc_z[t], self._mark[t], self._touched[t], 0, alpha, beta,
-                    s_theta, tau_theta, kappa, o["burn_in"], o["clumping"], np.empty(self.K),
+                    self._keep_theta, o["burn_in"], o["clumping"], np.empty(self.K),
                 )  # fmt: skip
 
             self.workers.run(part)
