@@ -102,6 +102,15 @@ class VariationalModel(Model):
     def _metrics(self, **extra):
         return {"documents_seen": self.iteration * self.D, **extra}
 
+    def _document_keep_table(self, s, tau):
+        """1 - rho_t (options s, tau and kappa) for every step t of a document's visit, its burn-in
+        passes included: the step counter of the document-level updates (SCVB0's (F2), PCSVB0's
+        (B2)) restarts at every document, so a table of the longest document's steps replaces a
+        power a token, for the same numbers (kernels.keep_table)."""
+        o = self.opts
+        steps = (int(o["burn_in"]) + 1) * int(self.doc_len.max(initial=0))
+        return kern.keep_table(float(o[s]), float(o[tau]), float(o["kappa"]), steps)
+
     # -- threads ----------------------------------------------------------------------------
 
     def _thread_tables(self, rows):

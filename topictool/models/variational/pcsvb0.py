@@ -712,12 +712,8 @@ class HdpPcsvb0(CollapsedHdpModel):
         self.gbar = self.gamma
         self.E_bar = 0.0
         self._lengths = sticks.length_histogram(self.doc_len)
-        # (B2)'s 1 - rho^d_t for every step t a document's visit reaches (its burn-in passes and the
-        # final one): a table, not a power a token (the same numbers, kernels.keep_table)
-        o = self.opts
-        steps = (int(o["burn_in"]) + 1) * int(self.doc_len.max(initial=0))
-        self._keep_d = kern.keep_table(float(o["s_d"]), float(o["tau_d"]), float(o["kappa"]), steps)
-        # the minibatch statistics, or (word by word on T threads) each thread's own additions to n_kw
+        self._keep_d = self._document_keep_table("s_d", "tau_d")  # (B2)'s 1 - rho^d_t
+        # the minibatch statistics, or (word by word on T threads) each thread's own copy of n_kw, n_k
         rows = W if self.opts["minibatch"] > 0 or self.threads > 1 else 0
         self._tables = self._thread_tables(rows)
         # each thread's [cb, s] (``_view_run``), written at each document's end: rows of their own

@@ -231,11 +231,7 @@ class LdaScvb0(VariationalModel):
         self.t = 0
         # Nhat^Phi, Nhat^Z of the minibatch, one accumulator per thread
         self._acc, self._acc_z, self._mark, self._touched, self._n_touched = self._thread_tables(W)
-        # (F2)'s 1 - rho^Theta_t for every step t a document's visit reaches (burn-in passes and the
-        # final one): a table, not a power a token (the same numbers, kernels.keep_table)
-        o = self.opts
-        steps = (int(o["burn_in"]) + 1) * int(self.doc_len.max(initial=0))
-        self._keep_theta = kern.keep_table(float(o["s_theta"]), float(o["tau_theta"]), float(o["kappa"]), steps)
+        self._keep_theta = self._document_keep_table("s_theta", "tau_theta")  # (F2)'s 1 - rho^Theta_t
 
     def initialise(self):
         no_q, no_E = np.zeros((0, self.K), dtype=np.float32), np.zeros(0)
