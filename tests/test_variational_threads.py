@@ -8,6 +8,8 @@
 - the command line runs a family member on 2 threads (no longer refused).
 """
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -123,11 +125,39 @@ def test_in_kernel_pass_equals_python_rounds(small, cls, opts):
         assert folds > 0 or "s_phi" not in opts  # the fold case really folded
 
 
+def _in_order(start, decays, additions, order):
+    """The round's (B3) updates with the threads' runs one after the other in ``order``."""
+    n = start
+    for t in order:
+        n = decays[t] * n + additions[t]
+    return n
+
+
+@pytest.mark.parametrize("T", [1, 2, 3, 5])
+def test_pcsvb0_order_weight_is_the_mean_over_the_threads_orders(T):
+    """_order_weight(views, t) is the mean over the T! orders of prod_{s after t} c_s, counted by
+    brute force (decays from 0 to 1, one tiny); with it the table keeps its mass as every order does:
+    sum_t g_t (1 - c_t) = 1 - prod_t c_t."""
+    rng = np.random.default_rng(T)
+    c = np.concatenate([[0.0, 1.0, 1e-200], rng.uniform(0, 1, 5)])[:T] if T > 1 else np.array([0.4])
+    views = np.column_stack([c, np.ones(T)])
+    g = np.array([pcsvb0._order_weight(views, t) for t in range(T)])
+    want = np.zeros(T)
+    orders = list(itertools.permutations(range(T)))
+    for order in orders:
+        for i, t in enumerate(order):
+            want[t] += np.prod(c[list(order[i + 1 :])]) / len(orders)
+    np.testing.assert_allclose(g, want, rtol=1e-13)
+    assert abs(np.sum(g * (1 - c)) - (1 - np.prod(c))) < 1e-14
+
+
 @pytest.mark.parametrize("decays", [(0.5, 0.25, 0.8), (1e-60, 1e-50, 0.9)], ids=["plain", "folded"])
-def test_pcsvb0_round_merge_is_the_rounds_updates_in_thread_order(decays):
+def test_pcsvb0_round_merge_is_the_mean_of_the_rounds_updates_over_the_threads_orders(decays):
     """_merge_tables: three threads' own tables (each the round's table n_0 decayed by c_t plus its
-    additions a_t, at its own scale s_t, in the rows it met) compose into c_2 (c_1 (c_0 n_0 + a_0) +
-    a_1) + a_2, with a_t = 0 in the rows thread t never met (their own rows hold anything); rows no
+    additions a_t, at its own scale s_t, in the rows it met) compose, with the weights of
+    _order_weight, into the mean over the six orders of the threads of n <- c_t n + a_t applied in
+    that order, with a_t = 0 in the rows thread t never met (their own rows hold anything); with
+    thread order's weights (g_t = prod_{s>t} c_s) into c_2 (c_1 (c_0 n_0 + a_0) + a_1) + a_2. Rows no
     thread met are only decayed; with "folded" the new scale (1e-110 scale) falls below 1e-100 and is
     folded into the table."""
     rng = np.random.default_rng(5)
@@ -136,25 +166,30 @@ def test_pcsvb0_round_merge_is_the_rounds_updates_in_thread_order(decays):
     n0, n0_k = scale * nkw, scale * nk
     met = rng.random((T, W)) < 0.5
     met[:, 0], met[:, 1], met[0, 2] = False, True, True  # a row no thread met, one every thread met
-    mark = np.where(met, 0, -1).astype(np.int64)
     s = np.array([0.3, 2.0, 1e-40])
     views = np.column_stack([decays, s])
     own, own_k = rng.uniform(-5, 5, (T, W, K)), np.empty((T, K))  # garbage where not met
-    want, want_k = n0.copy(), n0_k.copy()
+    adds, adds_k = [], []
     for t in range(T):
         a, a_k = rng.uniform(0, 3, (W, K)) * met[t][:, None], rng.uniform(0, 3, K)
         own[t][met[t]] = ((decays[t] * n0 + a) / s[t])[met[t]]
         own_k[t] = (decays[t] * n0_k + a_k) / s[t]
-        want, want_k = decays[t] * want + a, decays[t] * want_k + a_k
-    table, totals, new = nkw.copy(), nk.copy(), None
-    for w0, w1 in ((0, 4), (4, W)):  # two callers, each its range of words
-        got = pcsvb0._merge_tables(table, totals, scale, own, own_k, views, mark, w0, w1, w0 == 0, np.empty(T))
-        assert new is None or got == new
-        new = got
-    assert new == (1.0 if scale * np.prod(decays) < kern.RESCALE_BELOW else scale * np.prod(decays))
-    np.testing.assert_allclose(new * table, want, rtol=1e-12, atol=1e-12 * n0.max())
-    np.testing.assert_allclose(new * totals, want_k, rtol=1e-12)
-    assert (mark == -1).all()
+        adds.append(a), adds_k.append(a_k)
+    orders = list(itertools.permutations(range(T)))
+    order_mean = np.array([pcsvb0._order_weight(views, t) for t in range(T)])
+    thread_order = np.array([np.prod(decays[t + 1 :]) for t in range(T)])
+    for weights, want_orders in ((order_mean, orders), (thread_order, [tuple(range(T))])):
+        want = sum(_in_order(n0, decays, adds, o) for o in want_orders) / len(want_orders)
+        want_k = sum(_in_order(n0_k, decays, adds_k, o) for o in want_orders) / len(want_orders)
+        table, totals, new, mark = nkw.copy(), nk.copy(), None, np.where(met, 0, -1).astype(np.int64)
+        for w0, w1 in ((0, 4), (4, W)):  # two callers, each its range of words
+            got = pcsvb0._merge_tables(table, totals, scale, own, own_k, views, mark, w0, w1, w0 == 0, weights)
+            assert new is None or got == new
+            new = got
+        assert new == (1.0 if scale * np.prod(decays) < kern.RESCALE_BELOW else scale * np.prod(decays))
+        np.testing.assert_allclose(new * table, want, rtol=1e-12, atol=1e-12 * n0.max())
+        np.testing.assert_allclose(new * totals, want_k, rtol=1e-12)
+        assert (mark == -1).all()
 
 
 def test_pcsvb0_views_keep_the_table_non_negative_under_extreme_steps():

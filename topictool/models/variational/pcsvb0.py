@@ -80,13 +80,15 @@ Threads (``--threads T``):
   round's table (a word's row copied when the thread first meets it) decayed by its own (B3) steps
   plus its own additions (``_view_run``), with its step counter t_c starting after the tokens of the
   threads before it, and the sticks of the round's start. After the round the threads' tables are
-  composed into the table in thread order (``_merge_tables``: n <- c_t n + a_t for
-  t = 0..T-1, c_t the product of thread t's decays, a_t its additions: exactly the sequence of
-  (B3) updates of the round's documents in order, except that each thread did not see the others'
-  updates of the round), and (B4)-(B6) take each document's step in order with its E_k. The
-  staleness is a round: about T x ROUND_TOKENS tokens (rounds end at a document's end, so one long
-  document makes its round longer). A pass is one kernel call per thread
-  (``_round_thread``), the threads waiting on a POSIX barrier inside it three times a round;
+  composed into the table (``_merge_tables``): in thread order, n <- c_t n + a_t for t = 0..T-1
+  (c_t the product of thread t's decays, a_t its additions) would be the sequence of (B3) updates of
+  the round's documents in order, except that each thread did not see the others' updates of the
+  round; the merge takes the mean of that over the T! orders of the threads' runs
+  (``_order_weight``), so that no thread's additions are decayed by all the others' steps. Then
+  (B4)-(B6) take each document's step in order with its E_k. The staleness is a round: about
+  T x ROUND_TOKENS tokens (rounds end at a document's end, so one long document makes its round
+  longer). A pass is one kernel call per thread (``_round_thread``), the threads waiting on a POSIX
+  barrier inside it four times a round;
   where the C library has no barriers, a Workers.run per round and per merge from Python.
 
 Implementation notes.
@@ -568,26 +570,56 @@ def _round_sticks(
     return t_h
 
 
+# The weight of thread t's additions in a round's merge: the mean, over the T! orders in which the
+# threads' runs could have come one after the other, of the decay the threads after t apply to them,
+#     g_t = mean over orders of prod_{s after t} c_s = (1/T) sum_k e_k(c_s, s != t) / C(T-1, k)
+# (e_k the k-th elementary symmetric polynomial of the other threads' decays c = views[:, 0]). Each
+# order is a sequence of the round's (B3) updates (save that no thread saw the others'); thread order
+# alone (g_t = prod_{s>t} c_s) decays thread 0's additions by every later thread's steps, which at
+# 2 threads on rounds longer than the table's memory (1 / rho^c tokens) threw most of thread 0's half
+# away: 2 threads ended 1-3 % above one thread's perplexity (docs/models/variational.md). The mean
+# keeps the table's mass as each order does (sum_t g_t (1 - c_t) = 1 - prod_t c_t). f_k, the mean of
+# the products over the k-subsets of the others, is built one thread at a time (with n threads in:
+# f_k <- ((n + 1 - k) f_k + k c f_{k-1}) / (n + 1), a mean of means, so nothing under- or
+# overflows): O(T^2).
+@numba.njit(cache=True, nogil=True)
+def _order_weight(views, t):
+    T = views.shape[0]
+    f = np.zeros(T)
+    f[0] = 1.0
+    n = 0
+    for s in range(T):
+        if s == t:
+            continue
+        c = views[s, 0]
+        f[n + 1] = c * f[n]
+        for k in range(n, 0, -1):
+            f[k] = ((n + 1 - k) * f[k] + k * c * f[k - 1]) / (n + 1)
+        n += 1
+    total = 0.0
+    for k in range(T):
+        total += f[k]
+    return total / T
+
+
 # Rows [w0, w1) of a word-by-word round's merge (``HdpPcsvb0._merge_views``; thread 0 also the
-# totals): the threads' tables composed in thread order. Thread t's table F_t = s_t own_t (views[t] =
-# [cb_t, s_t]) is the round's n_0 = scale nkw decayed by its steps plus its additions a_t, so the
-# round's (B3) updates in document order, n <- cb_t n + a_t (t = 0..T-1; a_t = F_t - cb_t n_0 for a
-# row thread t met, else 0), come to
-#     n = P n_0 + sum_{t met w} g_t (F_t - cb_t n_0),   P = prod_t cb_t,  g_t = prod_{s>t} cb_s
-# (g: scratch, T), exactly what one thread would have made of the round's documents except that each
-# thread did not see the others' updates of the round. It is summed a thread's row at a time. The
-# subtraction rounds, so n is clamped at 0 (a decay of far more than 1e-100 in a round left -1e-323
-# once, and a negative count stops a resume). Rows no thread met are only decayed, which the new
-# scale does: P scale, or 1 when that falls below RESCALE_BELOW, and those rows are then multiplied
-# by it (``decay_scaled``). Every caller computes the same scale. Marks are reset. Returns the new
-# scale.
+# totals): the threads' tables composed with weights g (``_order_weight``). Thread t's table
+# F_t = s_t own_t (views[t] = [cb_t, s_t]) is the round's n_0 = scale nkw decayed by its steps plus
+# its additions a_t (a_t = F_t - cb_t n_0 for a row thread t met, else 0), and
+#     n = P n_0 + sum_{t met w} g_t (F_t - cb_t n_0),   P = prod_t cb_t,
+# which with g_t = prod_{s>t} cb_s is the round's (B3) updates in thread order, n <- cb_t n + a_t,
+# and with the order weights their mean over the threads' orders. It is summed a thread's row at a
+# time. The subtraction rounds, so n is clamped at 0 (a decay of far more than 1e-100 in a round left
+# -1e-323 once, and a negative count stops a resume). Rows no thread met are only decayed, which the
+# new scale does: P scale, or 1 when that falls below RESCALE_BELOW, and those rows are then
+# multiplied by it (``decay_scaled``). Every caller computes the same scale. Marks are reset. Returns
+# the new scale.
 @no_nrt
 def _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, with_totals, g):
     T = views.shape[0]
     K = nkw.shape[1]
     P = 1.0
-    for t in range(T - 1, -1, -1):
-        g[t] = P
+    for t in range(T):
         P *= views[t, 0]
     S = scale * P
     folded = S < kern.RESCALE_BELOW
@@ -631,19 +663,19 @@ def _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, with_totals, 
 
 # Thread tid's part of a whole word-by-word pass on T threads (``HdpPcsvb0._round_threads``: lo, cuts
 # and tc_off), waiting for the others on a POSIX barrier inside the kernel. After its run of a round it
-# merges its range of words (thread 0 the totals too, ``_merge_tables``); thread 0 then steps the
-# sticks per document. The same arithmetic as the Python rounds, to the bit. Returns (scale, t_c, t_h).
+# computes its own merge weight (into weights, shared), then merges its range of words (thread 0 the
+# totals too, ``_merge_tables``); thread 0 then steps the sticks per document. The same arithmetic as
+# the Python rounds, to the bit. Returns (scale, t_c, t_h).
 @numba.njit(cache=True, nogil=True)
 def _round_thread(
     tid, doc_ptr, word_ids, counts, doc_len, order, lo, cuts, tc_off, n_dk, nkw, nk, scale, views, own, own_k, mark,
     touched, E_docs, drawn_docs, key, stick_order, u, v, pi, hyper, beta, N, D_total, s_c, tau_c, keep_d, s_h,
     tau_h, kappa, t_c, t_h, burn_in, clumping, optimize_alpha, optimize_gamma, reorder, alpha_corpus, len_values,
-    len_counts, barrier,
+    len_counts, weights, barrier,
 ):  # fmt: skip
     T = views.shape[0]
     W = nkw.shape[0]
     address = barrier.ctypes.data
-    g = np.empty(T, dtype=np.float64)
     w0, w1 = W * tid // T, W * (tid + 1) // T  # threads.split(W, T)
     step_alpha = optimize_alpha and not alpha_corpus
     for i in range(lo.shape[0] - 1):
@@ -653,7 +685,9 @@ def _round_thread(
             E_docs, drawn_docs, key, beta, N, s_c, tau_c, keep_d, kappa, t_c + tc_off[i, tid], burn_in, clumping,
         )  # fmt: skip
         barrier_wait(address)
-        scale = _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, tid == 0, g)
+        weights[tid] = _order_weight(views, tid)
+        barrier_wait(address)
+        scale = _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, tid == 0, weights)
         barrier_wait(address)
         if tid == 0:
             _round_sticks(
@@ -783,15 +817,17 @@ class HdpPcsvb0(CollapsedHdpModel):
         return np.uint64(key)  # (numba returns a Python int, which it would take back as an int64)
 
     def _merge_views(self):
-        """The threads' tables of a word-by-word round composed into n_kw in thread order
-        (``_merge_tables``), each thread merging its range of words."""
+        """The threads' tables of a word-by-word round composed into n_kw, their additions weighted by
+        the mean over the threads' orders (``_order_weight``, ``_merge_tables``), each thread merging
+        its range of words."""
         own, own_k, mark, _, _ = self._tables
         ranges, out = split(self.W, self.threads), [1.0] * self.threads
+        weights = np.array([_order_weight(self._views, t) for t in range(self.threads)])
 
         def part(t):
             out[t] = _merge_tables(
                 self.nkw, self.nk, self.scale, own, own_k, self._views, mark, ranges[t], ranges[t + 1], t == 0,
-                np.empty(self.threads),
+                weights,
             )  # fmt: skip
 
         self.workers.run(part)
@@ -856,8 +892,8 @@ class HdpPcsvb0(CollapsedHdpModel):
     def _round_threads(self, order, hyper):
         """Word by word on T threads, in rounds of about ROUND_TOKENS tokens per thread: each thread runs
         its documents on its own copy of n_kw (the round's table, its own decays and additions),
-        with the sticks of the round's start; then the copies are composed into n_kw in thread
-        order, and the sticks take each document's step in order."""
+        with the sticks of the round's start; then the copies are composed into n_kw (the mean over the
+        threads' orders), and the sticks take each document's step in order."""
         o, T, K = self.opts, self.threads, self.K
         own, own_k, mark, touched, n_touched = self._tables
         s_c, tau_c, keep_d, s_h, tau_h, kappa = self._steps()
@@ -882,6 +918,7 @@ class HdpPcsvb0(CollapsedHdpModel):
             blocks = token_blocks(ptr, T)
             cuts[i], tc_off[i, :T], tc_off[i, T] = lo[i] + blocks, ptr[blocks[:T]], ptr[-1]
         if BARRIERS and not self._python_rounds:  # the whole pass, one kernel call a thread
+            weights = np.empty(T)  # each round's merge weights (_order_weight), one a thread
             if self._barrier is None:
                 self._barrier = Barrier(T)
             out = [None] * T
@@ -892,7 +929,7 @@ class HdpPcsvb0(CollapsedHdpModel):
                     self._views, own, own_k, mark, touched, E_docs, drawn_docs, key, self.order, self.u, self.v,
                     self.pi, hyper, beta, N, float(self.D), s_c, tau_c, keep_d, s_h, tau_h, kappa, self.t_c,
                     self.t_h, o["burn_in"], o["clumping"], o["optimize_alpha"], o["optimize_gamma"], o["reorder"],
-                    alpha_corpus, *self._lengths, self._barrier.memory,
+                    alpha_corpus, *self._lengths, weights, self._barrier.memory,
                 )  # fmt: skip
 
             self.workers.run(thread)
