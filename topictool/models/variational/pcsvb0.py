@@ -468,10 +468,10 @@ def _non_empty(len_counts):
 # Word by word on T threads: tokens per thread per round. Every round ends in a merge of the threads'
 # touched rows and the sticks' steps, so short rounds cost (rounds of 64 documents a thread: 1.60x at
 # 2 threads on the movie reviews, 1.2x on the Wikipedia sample's short documents), and long ones see
-# the others' updates late. Six seeds at K = 50 (docs/models/variational.md): 2^16 tokens left 2
-# threads 1.0 % and 1.2 % below one thread's perplexity on the movie reviews and the Wikipedia
-# sample (both ~450,000 tokens: 4 rounds a pass), 2^18 (1 round) 0.9 % and 3.7 % above, 2^17
-# within 0.2 % on both.
+# the others' updates late. Six seeds at K = 50 (docs/models/variational.md; the merge then in thread
+# order, and the paper's tables): 2^16 tokens left 2 threads 1.0 % and 1.2 % below one thread's
+# perplexity on the movie reviews and the Wikipedia sample (both ~450,000 tokens: 4 rounds a pass),
+# 2^18 (1 round) 0.9 % and 3.7 % above, 2^17 within 0.2 % on both.
 ROUND_TOKENS = 1 << 17
 
 
