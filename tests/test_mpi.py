@@ -15,7 +15,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -274,7 +276,10 @@ def test_allgatherv_gives_every_part_in_rank_order(tmp_path):
 
 
 def _ranks_of(launcher_pid):
-    """The pids of the processes below mpiexec that run topictool (its ranks)."""
+    """The pids of the processes below mpiexec that run topictool (its ranks): the first such on
+    each line of descent. A rank's own child is not a rank: between its fork and its exec (a
+    library lookup, say) it shows the rank's command line, and stopping it instead of a rank
+    would hang the run with every rank alive."""
     children = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -286,12 +291,14 @@ def _ranks_of(launcher_pid):
     while todo:
         pid = todo.pop()
         for c in children.get(pid, []):
-            todo.append(c)
             try:
-                if b"topictool" in Path(f"/proc/{c}/cmdline").read_bytes():
-                    found.append(c)
+                rank = b"topictool" in Path(f"/proc/{c}/cmdline").read_bytes()
             except OSError:
-                pass
+                continue
+            if rank:
+                found.append(c)  # not below it: its children are its own
+            else:
+                todo.append(c)
     return sorted(found)
 
 
@@ -364,3 +371,73 @@ def test_a_hung_rank_is_found_by_the_watchdog(planted, tmp_path):
     assert time.monotonic() - t0 < 30 and proc.returncode != 0
     lines = [x for x in err.splitlines() if x.startswith("topictool:")]
     assert len(lines) == 1 and "stopped answering" in lines[0] and f"--resume {tmp_path / 'r'}" in lines[0], err
+
+
+class _FakeComm:
+    """A communicator of two ranks that never hears from the other; with ``block`` its sends wait
+    until ``release`` is set, as an MPI call can while the library holds its lock."""
+
+    def __init__(self, block):
+        self.block = block
+        self.release = threading.Event()
+
+    def Get_rank(self):
+        return 0
+
+    def Get_size(self):
+        return 2
+
+    def Isend(self, *args, **kwargs):
+        if self.block:
+            self.release.wait()
+        return types.SimpleNamespace(Test=lambda: True)
+
+    def Iprobe(self, **kwargs):
+        return False
+
+
+def test_a_watchdog_blocked_in_mpi_is_found_by_the_deadman(monkeypatch, capsys):
+    """The watchdog's first heartbeat blocks inside MPI: the deadman, which makes no MPI call,
+    sees no round of the watchdog for the timeout and ends the rank with one line (here _exit_now
+    records the code and stops the threads instead of ending the process). A watchdog whose rounds
+    go on is never ended by it."""
+    from topictool import mpi as engine_mpi
+
+    exits, dogs = [], []
+    done = threading.Event()
+
+    def record(code):  # in place of os._exit: the code, and the watchdog's threads told to stop
+        exits.append(code)
+        done.set()
+        dogs[-1].stopping.set()
+
+    monkeypatch.setattr(engine_mpi, "_exit_now", record)
+    monkeypatch.setattr(engine_mpi, "_ENDING", threading.Lock())
+    mpi_stub = types.SimpleNamespace(Status=lambda: None, ANY_SOURCE=-1, ANY_TAG=-1)
+    hint = types.SimpleNamespace(hint="The run continues: mpiexec -n {P} topictool train --resume r")
+    comm = _FakeComm(block=True)
+    dog = engine_mpi._Watchdog(mpi_stub, comm, 0.5, hint)
+    dogs.append(dog)
+    t0 = time.monotonic()
+    dog.start()
+    assert done.wait(10), "the deadman did not end the rank"
+    assert 0.5 < time.monotonic() - t0 < 5 and exits == [1]
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("topictool:")]
+    assert len(lines) == 1 and "stopped answering" in lines[0] and "mpiexec -n 2 topictool train --resume r" in lines[0]
+    dog.last = dict.fromkeys(dog.peers, time.monotonic() + 100.0)  # let its blocked round end quietly
+    comm.release.set()
+    dog.thread.join(5)
+    assert not dog.thread.is_alive()
+
+    exits.clear()
+    healthy = engine_mpi._Watchdog(mpi_stub, _FakeComm(block=False), 100.0, hint)
+    dogs.append(healthy)
+    healthy.interval = 0.01
+    healthy.timeout = 0.2  # the deadman's threshold: 20 of its wakes without a round
+    healthy.last = dict.fromkeys(healthy.peers, time.monotonic() + 100.0)  # the peer is never lost
+    healthy.start()
+    time.sleep(1.0)
+    healthy.stopping.set()
+    healthy.thread.join(5)
+    healthy.deadman.join(5)
+    assert exits == [] and healthy.rounds > 20

@@ -29,7 +29,8 @@ the other ranks at once. Where the launcher does not (``mpiexec -disable-auto-cl
 without --kill-on-bad-exit), every rank runs a watchdog thread on its own communicator: rank 0
 and every other rank exchange a heartbeat every second, and a rank that hears nothing from its
 partner for ``TOPICTOOL_MPI_TIMEOUT`` seconds (20) prints one line and exits; rank 0 first tells
-the others to exit (silently: its line says why). The run then resumes from its last complete
+the others to exit (silently: its line says why). A watchdog blocked inside an MPI call is found
+by a thread of its own that makes none (``_Watchdog._deadman``). The run then resumes from its last complete
 checkpoint. An unexpected error of one rank ends every rank the same way.
 """
 
@@ -449,7 +450,14 @@ def _timeout():
 class _Watchdog:
     """Heartbeats between rank 0 and every other rank on a communicator of their own (module
     docstring). Messages: HEARTBEAT, END (this rank stops sending: a normal end), ABORT (exit now
-    with the code it carries, silently)."""
+    with the code it carries, silently).
+
+    The heartbeats are MPI calls, and an MPI call of the watchdog's can itself block: the library
+    may hold its lock while this rank's main thread waits in a collective on a rank that stopped
+    (SIGSTOP, a stuck node). A second thread (``_deadman``), which makes no MPI call, counts the
+    watchdog's rounds; when it has seen none for the timeout, it says so and exits, as the
+    watchdog would. It counts rounds it saw pass, not clock time, so that a main thread holding
+    the GIL for a while (which stops both threads alike) is not taken for a hang."""
 
     HEARTBEAT, END, ABORT = 11, 12, 13
 
@@ -468,9 +476,12 @@ class _Watchdog:
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, name="topictool-mpi-watchdog", daemon=True)
+        self.rounds = 0  # the watchdog's rounds done (read by the deadman)
+        self.deadman = threading.Thread(target=self._deadman, name="topictool-mpi-deadman", daemon=True)
 
     def start(self):
         self.thread.start()
+        self.deadman.start()
 
     def _send(self, peer, tag, value=0):
         buf = np.array([value], dtype=np.int64)
@@ -514,6 +525,7 @@ class _Watchdog:
                     for p in self.peers:
                         if p not in self.ended and now - self.last[p] > self.timeout:
                             self._lost(p, now - self.last[p])
+                self.rounds += 1
         except Exception as e:  # an MPI error talking to a peer: it is gone
             _say(
                 f"MPI rank {self.rank}: the connection to the other ranks failed "
@@ -523,6 +535,7 @@ class _Watchdog:
 
     def _lost(self, peer, silent_for):
         hint = self.engine.hint.replace("{P}", str(self.size))
+        _ENDING.acquire()  # one line a rank, whichever thread finds the loss first
         _say(
             f"MPI rank {peer} of {self.size} stopped answering for {silent_for:.0f} s (killed, out of memory, or its "
             f"node lost); rank {self.rank} stops too. {hint}"
@@ -530,6 +543,24 @@ class _Watchdog:
         if self.rank == 0:
             self._abort_peers(1)
         _exit_now(1)
+
+    def _deadman(self):
+        """Exit when the watchdog has done no round while this thread woke more than timeout /
+        interval times (the class docstring)."""
+        seen, still = -1, 0
+        while not self.stopping.wait(self.interval):
+            if self.rounds != seen:
+                seen, still = self.rounds, 0
+                continue
+            still += 1
+            if still * self.interval > self.timeout and not self.stopping.is_set():
+                hint = self.engine.hint.replace("{P}", str(self.size))
+                _ENDING.acquire()
+                _say(
+                    f"MPI stopped answering on rank {self.rank} of {self.size} for {still * self.interval:.0f} s "
+                    f"(a rank hangs, or its node is lost); rank {self.rank} stops. {hint}"
+                )
+                _exit_now(1)
 
     def _abort_peers(self, code):
         for p in self.peers:
@@ -573,6 +604,9 @@ class _Watchdog:
                 _say(f"MPI rank {gone[0]} of {self.size} did not finish with the others; rank {self.rank} stops")
                 _exit_now(1)
         self.comm.Free()
+
+
+_ENDING = threading.Lock()  # taken, never released, by the thread that prints a rank's last line
 
 
 def _say(message):
