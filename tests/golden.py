@@ -8,7 +8,11 @@ chain); the hdp-online-sm entry on 2026-11-26, when a split proposal's E[log phi
 scipy's digamma to the kernels' (split_merge.py: the same moves, phi within 5e-14 of the old);
 the lda-scvb0 entry on 2026-11-28, when (F1)'s sum over the topics became eight running sums
 (scvb0.py, ``_responsibilities``, kernels/sums.py: the same updates, summed in another order);
-every other entry is the original recording. hdp-pcsvb0 keeps its recording with tables=bound,
+the hdp-online, hdp-online-sm and hdp-batch entries on 2026-11-28, when beta-hat's objective and
+alpha's Newton steps took their document sums from the kernels (libm's lgamma, in place of
+scipy's) and the quasi-Newton maximiser's inner products became loops in index order (in place of
+numpy's pairwise sums): the same updates, evaluated in another order; every other entry is the
+original recording. hdp-pcsvb0 keeps its recording with tables=bound,
 its default until 2026-11-26; "hdp-pcsvb0+tables" (today's default, alpha's tables drawn) was
 recorded then.
 

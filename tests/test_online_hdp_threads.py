@@ -182,21 +182,34 @@ def test_moves_on_threads_match_one_thread(small_bars):
     assert np.allclose(ref.col, fresh.col, rtol=1e-12, atol=0.0)
 
 
-def test_threaded_beta_objective_matches_numpy():
+def test_beta_objective_matches_scipy_on_any_thread_count():
+    """(G3)'s document sums are numba's (libm's lgamma, the kernels' digamma), on one thread or
+    on T threads by blocks of documents: the same values as the formula with scipy's functions."""
+    from scipy.special import digamma, gammaln
+
     from topictool.threads import Workers
 
     rng = np.random.default_rng(1)
     S, K = 37, 6
     n = rng.gamma(0.5, 4.0, (S, K))
     beta = rng.dirichlet(np.ones(K + 1))
-    f, g = oh.beta_objective(beta, n, 2.5, 3.0, 1.5)
-    for T in (2, 3):
-        ft, gt = oh.beta_objective_threaded(beta, n, 2.5, 3.0, 1.5, Workers(T))
-        assert ft == pytest.approx(f, rel=1e-12) and np.allclose(gt, g, rtol=1e-12)
+    weight, alpha, gamma = 2.5, 3.0, 1.5
+    ab = alpha * beta[:K]
+    f_ref = K * np.log(gamma) + (gamma - 1.0) * np.log(beta[K])
+    f_ref += weight * (gammaln(ab + n).sum() - S * gammaln(ab).sum())
+    g_ref = np.zeros(K + 1)
+    g_ref[K] = (gamma - 1.0) / beta[K]
+    g_ref[:K] = weight * alpha * (digamma(ab + n).sum(axis=0) - S * digamma(ab))
+    for workers in (None, Workers(2), Workers(3)):
+        f, g = oh.beta_objective(beta, n, weight, alpha, gamma, workers)
+        assert f == pytest.approx(f_ref, rel=1e-12) and np.allclose(g, g_ref, rtol=1e-12)
 
 
-def test_threaded_alpha_update_matches_scipy():
-    from scipy.special import polygamma
+def test_alpha_update_is_the_maximiser_on_any_thread_count():
+    """(H1) jointly with theta, its document sums in numba on one thread or T threads: the
+    result is where the objective written with scipy's functions has zero slope and is a
+    maximum, and it hardly depends on T (only the order of the blocks' sums does)."""
+    from scipy.special import gammaln, polygamma
 
     from topictool.models.online_hdp import kernels as kern
     from topictool.threads import Workers
@@ -206,9 +219,17 @@ def test_threaded_alpha_update_matches_scipy():
     rng = np.random.default_rng(2)
     n = rng.gamma(0.3, 10.0, (41, 5))
     beta = rng.dirichlet(np.ones(6))
-    ref = oh.newton_alpha_collapsed(0.7, beta, n, n.sum(axis=1), 3.0)
+    b, lengths, weight = beta[:5], n.sum(axis=1), 3.0
+
+    def f(a):
+        return weight * (len(n) * gammaln(a) - gammaln(a + lengths).sum() + (gammaln(a * b + n) - gammaln(a * b)).sum())
+
+    ref = oh.newton_alpha_collapsed(0.7, beta, n, lengths, weight)
+    h = 1e-5 * ref
+    assert abs(f(ref + h) - f(ref - h)) / (2 * h) < 1e-6 * abs(f(ref))
+    assert f(ref) >= max(f(0.9 * ref), f(1.1 * ref))
     for T in (2, 3):
-        assert oh.newton_alpha_threaded(0.7, beta, n, n.sum(axis=1), 3.0, Workers(T)) == pytest.approx(ref, rel=1e-8)
+        assert oh.newton_alpha_collapsed(0.7, beta, n, lengths, weight, Workers(T)) == pytest.approx(ref, rel=1e-8)
 
 
 def test_split_word_sums_and_expected_logs():

@@ -478,7 +478,7 @@ def _split_sweep(lo, hi, wid, cnt, mass, elog_a, elog_b, psi_a, psi_b, phi_a, wr
 
 # The document sums of the joint beta* objective (G3; model.beta_objective) for documents
 # j0..j1-1: returns sum_j sum_k lgamma(ab_k + n_jk) and sets g[k] = sum_j psi(ab_k + n_jk).
-# (hdp-batch on T > 1 threads: each thread a block of documents, the blocks added in order.)
+# (One call for all documents; hdp-batch on T > 1 threads: a block each, added in thread order.)
 @numba.njit(cache=True, nogil=True)
 def beta_objective_docs(ab, n, j0, j1, g):
     K = ab.shape[0]
@@ -496,7 +496,7 @@ def beta_objective_docs(ab, n, j0, j1, g):
 # psi'(x) for x > 0: the recurrence up to x >= 6, then the asymptotic series (relative error
 # below 1e-10; only the Newton steps of alpha use it, as the direction of a guarded step).
 # Not variational.sticks.trigamma on purpose: that one has one more term and another evaluation
-# order, so sharing it would change the bits of threaded hdp-batch's alpha (model.newton_alpha_threaded).
+# order, so sharing it would change the bits of alpha's Newton steps (model.newton_alpha_collapsed).
 @numba.njit(cache=True, nogil=True)
 def _trigamma(x):
     r = 0.0
@@ -517,7 +517,7 @@ def _trigamma(x):
 # documents j0..j1-1, at alpha = a with b = beta*[:K]: order 0 returns
 # sum_j [sum_k lgamma(a b_k + n_jk) - lgamma(a + N_j)], order 1 its derivative's sums
 # sum_j [sum_k b_k psi(a b_k + n_jk) - psi(a + N_j)], order 2 the second's with psi'.
-# (hdp-batch on T > 1 threads: each thread a block of documents, the blocks added in order.)
+# (One call for all documents; hdp-batch on T > 1 threads: a block each, added in thread order.)
 @numba.njit(cache=True, nogil=True)
 def alpha_objective_docs(a, b, n, lengths, order, j0, j1):
     K = b.shape[0]

@@ -111,35 +111,30 @@ def log_stick_prior_and_grad(beta, gamma):
 
 
 # (G3) the beta* objective, jointly with theta
-def beta_objective(beta, n, weight, alpha, gamma):
+def beta_objective(beta, n, weight, alpha, gamma, workers=None):
     """The bound as a function of beta*, maximised jointly with theta (theta_jk = alpha beta*_k + n_jk):
         log p(beta* | gamma) + weight sum_j sum_{k<=K} [lgamma(alpha beta*_k + n_jk) - lgamma(alpha beta*_k)]
     (plus terms free of beta*). n (S, K): the documents' expected topic counts; weight: D/|S| online.
-    Returns (f, g), g_k = df/dbeta*_k over the K+1 entries."""
-    K = n.shape[1]
-    f, g = log_stick_prior_and_grad(beta, gamma)
-    ab = alpha * beta[:K]
-    f += weight * (gammaln(ab + n).sum() - n.shape[0] * gammaln(ab).sum())
-    g[:K] += weight * alpha * (digamma(ab + n).sum(axis=0) - n.shape[0] * digamma(ab))
-    return f, g
+    Returns (f, g), g_k = df/dbeta*_k over the K+1 entries.
 
-
-# (G3) beta_objective with the sums over documents on threads (hdp-batch, T > 1)
-def beta_objective_threaded(beta, n, weight, alpha, gamma, workers):
-    """``beta_objective`` with the document sums in numba, each of the workers' threads a block
-    of documents, the blocks' sums added in thread order (libm's lgamma in place of scipy's
-    gammaln, so not the same bits as beta_objective, but the same for a given thread count)."""
+    The sums over documents are numba's (kern.beta_objective_docs: libm's lgamma); ``workers``
+    with T > 1 threads: each thread a block of documents, the blocks' sums added in thread order
+    (the same bits for a given T, hdp-batch's way; the online models' beta-hat runs on one thread
+    beside the topic terms, model._topic_terms_beside)."""
     S, K = n.shape
     f, g = log_stick_prior_and_grad(beta, gamma)
     ab = np.ascontiguousarray(alpha * beta[:K])
-    T = workers.threads
+    T = 1 if workers is None else workers.threads
     cut = split(S, T)
     fs, gs = np.zeros(T), padded(T, K, np.float64)  # rows written at every document: a cache line apart
 
     def part(t):
         fs[t] = kern.beta_objective_docs(ab, n, cut[t], cut[t + 1], gs[t])
 
-    workers.run(part)
+    if T == 1:
+        part(0)
+    else:
+        workers.run(part)
     total = 0.0
     for t in range(T):
         total += fs[t]
@@ -257,50 +252,28 @@ def newton_alpha(alpha, beta, elog_pi_sums, docs):
 
 
 # (H1) alpha, jointly with theta
-def newton_alpha_collapsed(alpha, beta, n, lengths, weight=1.0):
+def newton_alpha_collapsed(alpha, beta, n, lengths, weight=1.0, workers=None):
     """alpha maximising, jointly with theta = alpha beta* + n (its optimum given varphi), the
     document part of the bound: weight sum_j [lgamma(alpha) - lgamma(alpha + N_j)
     + sum_k (lgamma(alpha beta*_k + n_jk) - lgamma(alpha beta*_k))], n_jk = sum_w n_jw varphi_jwk.
 
     With theta fixed instead (``newton_alpha``) the update barely moves alpha from where
     the local step that produced theta put it; optimising the pair is still an exact
-    coordinate step of the bound (varphi fixed), and learns alpha from the soft counts."""
-    b = beta[: n.shape[1]]
-    lengths = np.asarray(lengths, dtype=np.float64)
+    coordinate step of the bound (varphi fixed), and learns alpha from the soft counts.
 
-    def f(a):
-        ab = a * b
-        return weight * (len(lengths) * gammaln(a) - gammaln(a + lengths).sum() + (gammaln(ab + n) - gammaln(ab)).sum())
-
-    def d1(a):
-        ab = a * b
-        return weight * (
-            len(lengths) * digamma(a) - digamma(a + lengths).sum() + np.sum((digamma(ab + n) - digamma(ab)) * b)
-        )
-
-    def d2(a):
-        ab = a * b
-        return weight * (
-            len(lengths) * polygamma(1, a)
-            - polygamma(1, a + lengths).sum()
-            + np.sum((polygamma(1, ab + n) - polygamma(1, ab)) * (b * b))
-        )
-
-    return _newton_log(f, d1, d2, alpha, *HYPER_BOUNDS["alpha"])
-
-
-# (H1) alpha jointly with theta, the document sums on threads (hdp-batch, T > 1)
-def newton_alpha_threaded(alpha, beta, n, lengths, weight, workers):
-    """``newton_alpha_collapsed`` with the sums over documents in numba, each of the workers'
-    threads a block of documents, the blocks' sums added in thread order (libm's lgamma and
-    an own trigamma: not the same bits as the scipy version, the same for a thread count)."""
+    The sums over documents are numba's (kern.alpha_objective_docs: libm's lgamma, an own
+    trigamma); ``workers`` with T > 1 threads: each thread a block of documents, the blocks'
+    sums added in thread order (the same bits for a given T)."""
     b = np.ascontiguousarray(beta[: n.shape[1]])
     n = np.ascontiguousarray(n)
     lengths = np.ascontiguousarray(lengths, dtype=np.float64)
-    S, T = n.shape[0], workers.threads
+    S = n.shape[0]
+    T = 1 if workers is None else workers.threads
     cut = split(S, T)
 
     def docs(a, order):
+        if T == 1:
+            return kern.alpha_objective_docs(a, b, n, lengths, order, 0, S)
         parts = np.zeros(T)
 
         def part(t):
@@ -611,15 +584,12 @@ class _VariationalHdp(Model):
     def _beta_hat(self, theta, n, weight, threaded=False):
         """beta-hat on the documents of theta (S, K+1) / n (S, K), weighted by ``weight``;
         ``threaded``: the objective's document sums on the model's threads (hdp-batch)."""
-        if self.opts["global_update"] == "joint" and threaded and self.threads > 1:
+        if self.opts["global_update"] == "joint":
             n = np.ascontiguousarray(n)
+            workers = self.workers if threaded and self.threads > 1 else None
 
             def objective(b):
-                return beta_objective_threaded(b, n, weight, self.alpha, self.gamma, self.workers)
-        elif self.opts["global_update"] == "joint":
-
-            def objective(b):
-                return beta_objective(b, n, weight, self.alpha, self.gamma)
+                return beta_objective(b, n, weight, self.alpha, self.gamma, workers)
         else:
             elps = elog_pi_sums(theta)
 
@@ -630,10 +600,9 @@ class _VariationalHdp(Model):
 
     def _alpha_hat(self, theta, n, beta_star, weight, threaded=False):
         """(H1) on the documents of theta / n; ``threaded``: the sums on the model's threads (hdp-batch)."""
-        if self.opts["global_update"] == "joint" and threaded and self.threads > 1:
-            return newton_alpha_threaded(self.alpha, beta_star, n, n.sum(axis=1), weight, self.workers)
         if self.opts["global_update"] == "joint":
-            return newton_alpha_collapsed(self.alpha, beta_star, n, n.sum(axis=1), weight)
+            workers = self.workers if threaded and self.threads > 1 else None
+            return newton_alpha_collapsed(self.alpha, beta_star, n, n.sum(axis=1), weight, workers)
         return newton_alpha(self.alpha, beta_star, weight * elog_pi_sums(theta), weight * theta.shape[0])
 
     def _prior_update(self, elog_sum):
