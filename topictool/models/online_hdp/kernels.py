@@ -63,25 +63,43 @@ def expected_log_topics_range(lam, words, elog_wk, k0, k1):
             elog_wk[u, k] = digamma(lam[k, words[u]]) - ps
 
 
-# The threaded local step (model._local_step, threads > 1) computes expected_log_topics in two
-# parts, so that no thread redoes another's work: psi(sum_w lambda_kw) for a range of topics,
-# then E[log phi] (and e_step's prologue, exp_shifted) for a range of the minibatch's words.
-# The values are those of expected_log_topics, bit for bit.
+# The local step (model._local_step) computes expected_log_topics in two parts, so that no
+# thread redoes another's work: psi(sum_w lambda_kw) for a range of topics, then E[log phi] (and
+# e_step's prologue, exp_shifted) for a range of the minibatch's words. lambda is read as
+# lambda_kw = (hist_kw + eta) + mbstats[u, k] where w = words[u] (split_merge.combine's
+# arithmetic; ``words`` ascending, as Minibatch keeps them), so that hdp-online-sm's re-fitting
+# rounds need not write the K x W array to read its row sums and U columns; a plain lambda is
+# hist = lambda, eta = 0 and no rows of mbstats (x + 0.0 is x). The values are those of
+# expected_log_topics on split_merge.combine's result, bit for bit.
 @numba.njit(cache=True, nogil=True)
-def topic_digamma_sums(lam, ps, k0, k1):
-    """ps[k] = psi(sum_w lambda_kw) for k in k0..k1-1."""
+def topic_digamma_sums(eta, hist, words, mbstats, ps, k0, k1):
+    """ps[k] = psi(sum_w lambda_kw) for k in k0..k1-1, the sum in index order (as _row_sum)."""
+    W = hist.shape[1]
+    U = words.shape[0] if mbstats.shape[0] > 0 else 0
     for k in range(k0, k1):
-        ps[k] = digamma(_row_sum(lam, k))
+        s = 0.0
+        u = 0
+        for w in range(W):
+            v = hist[k, w] + eta
+            if u < U and words[u] == w:
+                v += mbstats[u, k]
+                u += 1
+            s += v
+        ps[k] = digamma(s)
 
 
 @numba.njit(cache=True, nogil=True)
-def expected_log_words(lam, words, ps, elog_wk, u0, u1):
+def expected_log_words(eta, hist, words, mbstats, ps, elog_wk, u0, u1):
     """elog_wk[u, k] = psi(lambda_{k, words[u]}) - ps[k] for u in u0..u1-1."""
-    K = lam.shape[0]
+    K = hist.shape[0]
+    with_mb = mbstats.shape[0] > 0
     for k in range(K):
         p = ps[k]
         for u in range(u0, u1):
-            elog_wk[u, k] = digamma(lam[k, words[u]]) - p
+            v = hist[k, words[u]] + eta
+            if with_mb:
+                v += mbstats[u, k]
+            elog_wk[u, k] = digamma(v) - p
 
 
 # The reconciliation of the threads' sufficient statistics: out += parts[0] + parts[1] + ... in

@@ -480,13 +480,14 @@ class _VariationalHdp(Model):
         self.workers.run(part)
         return out
 
-    def _local_step(self, mb, theta, init_theta, keep_phi, max_iter=None, lam=None, alpha=None, beta_star=None):
+    def _local_step(self, mb, theta, init_theta, keep_phi, max_iter=None, lam_parts=None, alpha=None, beta_star=None):
         """kernels.e_step on a minibatch (with the model's lambda, alpha, beta* unless given);
-        returns (sstats (U, K), phi, doc_elbo, doc_iters)."""
-        lam = self.lam if lam is None else lam
+        returns (sstats (U, K), phi, doc_elbo, doc_iters). ``lam_parts`` (eta, hist, mbstats):
+        lambda as split_merge.combine would make it, read without making it."""
+        eta, hist, mbstats = (0.0, self.lam, np.zeros((0, self.K))) if lam_parts is None else lam_parts
         alpha = self.alpha if alpha is None else alpha
         beta_star = self.beta_star if beta_star is None else beta_star
-        K = lam.shape[0]
+        K = hist.shape[0]
         elog = np.empty((mb.U, K))
         # accumulated into, except on threads with varphi kept (then summed afresh: no zeroing)
         sstats = np.empty((mb.U, K)) if keep_phi and self.threads > 1 else np.zeros((mb.U, K))
@@ -496,8 +497,11 @@ class _VariationalHdp(Model):
         max_iter = self.opts["local_iterations"] if max_iter is None else max_iter
         local = (mb.ptr, mb.wid, mb.cnt)
         after = (alpha, alpha * beta_star, theta, init_theta, max_iter, self.opts["local_tol"])
+        lam = (eta, hist, mb.words, mbstats)
         if self.threads == 1:
-            kern.expected_log_topics(lam, mb.words, elog)
+            ps = np.empty(K)
+            kern.topic_digamma_sums(*lam, ps, 0, K)
+            kern.expected_log_words(*lam, ps, elog, 0, mb.U)
             kern.e_step(*local, elog, *after, sstats, phi, doc_elbo, doc_iters)
         else:
             self._threaded_local_step(mb, lam, elog, local, after, sstats, phi, doc_elbo, doc_iters)
@@ -513,10 +517,10 @@ class _VariationalHdp(Model):
         ps, shift, x = np.empty(K), np.empty(U), np.empty((U, K))
 
         def prologue(t):
-            kern.topic_digamma_sums(lam, ps, topics[t], topics[t + 1])
+            kern.topic_digamma_sums(*lam, ps, topics[t], topics[t + 1])
 
         def words_part(t):
-            kern.expected_log_words(lam, mb.words, ps, elog, words[t], words[t + 1])
+            kern.expected_log_words(*lam, ps, elog, words[t], words[t + 1])
             kern.exp_shifted(elog, shift, x, words[t], words[t + 1])
 
         self.workers.run(prologue)
@@ -878,8 +882,10 @@ class OnlineHdp(_VariationalHdp):
         theta[:, :K] = alpha * beta_new[:K] + n
         theta[:, K] = alpha * beta_new[K]
         for _ in range(o["split_iterations"]):
-            lam_now = self._combine(prior, hist, mb.words, mbstats)
-            sstats, phi, _, _ = self._local_step(mb, theta, False, True, lam=lam_now, alpha=alpha, beta_star=beta_new)
+            lam_parts = (prior, hist, mbstats)  # lambda = combine(prior, hist, mb.words, mbstats), not made
+            sstats, phi, _, _ = self._local_step(
+                mb, theta, False, True, lam_parts=lam_parts, alpha=alpha, beta_star=beta_new
+            )
             mbstats = (rho * scale) * sstats
         state = MoveState(
             mb,
