@@ -77,7 +77,16 @@ from ...threads import handed_out, padded, split
 from ..base import KAPPA, NONNEGATIVE, POSITIVE, POSITIVE_INT, PRIOR, Model, Range
 from . import kernels as kern
 from .quasi_newton import maximize_box
-from .split_merge import CHUNKS_PER_THREAD, Minibatch, MoveState, by_ranges, combine_on, doc_blocks, run_moves
+from .split_merge import (
+    CHUNKS_PER_THREAD,
+    Minibatch,
+    MoveState,
+    by_ranges,
+    combine_on,
+    doc_blocks,
+    on_threads,
+    run_moves,
+)
 
 # Shape of the Gamma(shape, 1/shape) noise of the initial lambda (Hoffman et al. 2010 use 100).
 INIT_SHAPE = 100.0
@@ -127,16 +136,12 @@ def beta_objective(beta, n, weight, alpha, gamma, workers=None):
     f, g = log_stick_prior_and_grad(beta, gamma)
     ab = np.ascontiguousarray(alpha * beta[:K])
     T = 1 if workers is None else workers.threads
-    cut = split(S, T)
     fs, gs = np.zeros(T), padded(T, K, np.float64)  # rows written at every document: a cache line apart
 
-    def part(t):
-        fs[t] = kern.beta_objective_docs(ab, n, cut[t], cut[t + 1], gs[t])
+    def part(t, T):
+        fs[t] = kern.beta_objective_docs(ab, n, S * t // T, S * (t + 1) // T, gs[t])
 
-    if T == 1:
-        part(0)
-    else:
-        workers.run(part)
+    on_threads(workers, part)
     total = 0.0
     for t in range(T):
         total += fs[t]
@@ -271,17 +276,14 @@ def newton_alpha_collapsed(alpha, beta, n, lengths, weight=1.0, workers=None):
     lengths = np.ascontiguousarray(lengths, dtype=np.float64)
     S = n.shape[0]
     T = 1 if workers is None else workers.threads
-    cut = split(S, T)
 
     def docs(a, order):
-        if T == 1:
-            return kern.alpha_objective_docs(a, b, n, lengths, order, 0, S)
         parts = np.zeros(T)
 
-        def part(t):
-            parts[t] = kern.alpha_objective_docs(a, b, n, lengths, order, cut[t], cut[t + 1])
+        def part(t, T):
+            parts[t] = kern.alpha_objective_docs(a, b, n, lengths, order, S * t // T, S * (t + 1) // T)
 
-        workers.run(part)
+        on_threads(workers, part)
         total = 0.0
         for t in range(T):
             total += parts[t]
@@ -497,17 +499,17 @@ class _VariationalHdp(Model):
         max_iter = self.opts["local_iterations"] if max_iter is None else max_iter
         local = (mb.ptr, mb.wid, mb.cnt)
         after = (alpha, alpha * beta_star, theta, init_theta, max_iter, self.opts["local_tol"])
-        lam = (eta, hist, mb.words, mbstats)
+        lam_args = (eta, hist, mb.words, mbstats)  # lambda, as the two E[log phi] kernels read it
         if self.threads == 1:
             ps = np.empty(K)
-            kern.topic_digamma_sums(*lam, ps, 0, K)
-            kern.expected_log_words(*lam, ps, elog, 0, mb.U)
+            kern.topic_digamma_sums(*lam_args, ps, 0, K)
+            kern.expected_log_words(*lam_args, ps, elog, 0, mb.U)
             kern.e_step(*local, elog, *after, sstats, phi, doc_elbo, doc_iters)
         else:
-            self._threaded_local_step(mb, lam, elog, local, after, sstats, phi, doc_elbo, doc_iters)
+            self._threaded_local_step(mb, lam_args, elog, local, after, sstats, phi, doc_elbo, doc_iters)
         return sstats, phi, doc_elbo, doc_iters
 
-    def _threaded_local_step(self, mb, lam, elog, local, after, sstats, phi, doc_elbo, doc_iters):
+    def _threaded_local_step(self, mb, lam_args, elog, local, after, sstats, phi, doc_elbo, doc_iters):
         """The local step on T threads: E[log phi] by topics, then by words, then the documents
         (below). Documents are independent given the global parameters, so only the order of
         the sums over documents in sstats can depend on T: it does when varphi is not kept,
@@ -517,10 +519,10 @@ class _VariationalHdp(Model):
         ps, shift, x = np.empty(K), np.empty(U), np.empty((U, K))
 
         def prologue(t):
-            kern.topic_digamma_sums(*lam, ps, topics[t], topics[t + 1])
+            kern.topic_digamma_sums(*lam_args, ps, topics[t], topics[t + 1])
 
         def words_part(t):
-            kern.expected_log_words(*lam, ps, elog, words[t], words[t + 1])
+            kern.expected_log_words(*lam_args, ps, elog, words[t], words[t + 1])
             kern.exp_shifted(elog, shift, x, words[t], words[t + 1])
 
         self.workers.run(prologue)
