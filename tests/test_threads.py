@@ -1,13 +1,15 @@
 """threads.RoundPool: every part of every round is taken exactly once, and a round's parts are all
 finished before any part of the next round is taken, with more threads than cores (the pool keeps
-some asleep) or not (it wakes them all)."""
+some asleep) or not (it wakes them all). threads.Barrier: no thread leaves a wait before every
+thread has arrived, whether the waiting threads check for a while first (no more threads than
+cores) or sleep at once."""
 
 import numba
 import numpy as np
 import pytest
 
 from topictool import threads
-from topictool.threads import POOLS, RoundPool, Workers, finish_part, next_round, take_part
+from topictool.threads import POOLS, Barrier, RoundPool, Workers, barrier_wait, finish_part, next_round, take_part
 
 
 @numba.njit(nogil=True)
@@ -46,3 +48,39 @@ def test_round_pool_hands_out_every_part_once_round_after_round(monkeypatch, T, 
         assert (seen_closed == 1).all()
         assert (closed == 1).all()
     workers.close()
+
+
+@numba.njit(nogil=True)
+def _phases(t, memory, reached, behind, phases, busy):
+    """Thread t's phases: some work of a length that differs by thread and phase, its phase count
+    published, the barrier; then every thread must have published this phase (none is behind)."""
+    T = reached.shape[0]
+    for phase in range(1, phases + 1):
+        x = 0.0
+        for i in range(busy * (1 + (t * 7 + phase * 3) % 5)):
+            x += np.sqrt(i + t)
+        reached[t, 0] = phase + int(x < 0)
+        barrier_wait(memory)
+        for u in range(T):
+            if reached[u, 0] < phase:
+                behind[t] += 1
+        barrier_wait(memory)  # nobody starts the next phase before everybody has looked
+
+
+@pytest.mark.skipif(not POOLS, reason="this C library has no POSIX mutexes and conditions")
+@pytest.mark.parametrize("cores", [1, 64])
+@pytest.mark.parametrize("T", [2, 5])
+def test_barrier_lets_no_thread_through_before_all_arrive(monkeypatch, T, cores):
+    monkeypatch.setattr(threads, "usable_cores", lambda: cores)
+    barrier = Barrier(T)
+    assert barrier.memory[2 * threads._SYNC_BYTES :].view(np.int64)[threads._CHECKS] == (
+        threads.SPIN_CHECKS if T <= cores else 0
+    )
+    workers = Workers(T)
+    reached = threads.padded(T, 1, np.int64)  # a cache line a thread
+    behind = np.zeros(T, np.int64)
+    for _ in range(2):  # reused pass after pass
+        workers.run(lambda t: _phases(t, barrier.memory, reached, behind, 200, 300))
+    workers.close()
+    assert (reached[:, 0] == 200).all()
+    assert (behind == 0).all()

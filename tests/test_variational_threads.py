@@ -88,7 +88,7 @@ def test_same_seed_and_threads_same_model(small, cls, opts):
 
 # The threaded passes that wait inside their kernels (one Workers.run a pass) against the same pass
 # driven from Python a round at a time (a Workers.run per minibatch and per merge), which is also
-# what runs where the C library has no POSIX barriers. rho^Phi = 30 / (1000 + t)^0.5 ~ 0.95 with
+# what runs where the C library has no POSIX mutexes. rho^Phi = 30 / (1000 + t)^0.5 ~ 0.95 with
 # minibatches of one document: the lazily decayed table's scale underflows and is folded into the
 # rows every ~77 minibatches, by each thread for its own words.
 IN_KERNEL = [
@@ -105,7 +105,7 @@ IN_KERNEL = [
 ]
 
 
-@pytest.mark.skipif(not BARRIERS, reason="this C library has no POSIX barriers: the Python rounds run instead")
+@pytest.mark.skipif(not BARRIERS, reason="this C library has no POSIX mutexes: the Python rounds run instead")
 @pytest.mark.parametrize("cls,opts", IN_KERNEL, ids=[f"{c.name}-{i}" for i, (c, _) in enumerate(IN_KERNEL)])
 def test_in_kernel_pass_equals_python_rounds(small, cls, opts):
     for threads in (2, 3):

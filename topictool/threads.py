@@ -37,33 +37,7 @@ __all__ = [
     "take_part",
 ]
 
-# A barrier the kernels themselves can wait on (POSIX pthread_barrier_wait, called from nopython
-# code without the GIL): a schedule of many short rounds -- lda-gibbs's partitioned sweep -- then
-# costs one Workers.run per sweep instead of one per round, and a round's barrier costs a few
-# microseconds per thread instead of the tens that waking Python code does. Not every libc has
-# POSIX barriers (macOS's has not); without them BARRIERS is False and callers use Workers.run
-# per round. The address is passed as an integer: on the 64-bit ABIs numba targets, a pointer
-# argument travels in the same register.
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
-BARRIERS = hasattr(_libc, "pthread_barrier_init") and hasattr(_libc, "pthread_barrier_wait")
-barrier_wait = types.ExternalFunction("pthread_barrier_wait", types.int32(types.intp))
-_BARRIER_BYTES = 128  # more than sizeof(pthread_barrier_t) on every libc that has it (32 on glibc)
-
-
-class Barrier:
-    """A pthread barrier for ``threads`` threads, held in ``self.memory`` (a numpy array that a
-    kernel takes as an argument and waits on with ``barrier_wait(memory.ctypes.data)``)."""
-
-    def __init__(self, threads):
-        if not BARRIERS:
-            raise RuntimeError("this C library has no POSIX barriers")
-        self.memory = np.zeros(_BARRIER_BYTES, dtype=np.uint8)
-        init = _libc.pthread_barrier_init
-        init.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]
-        init.restype = ctypes.c_int
-        if init(self.memory.ctypes.data, None, int(threads)) != 0:
-            raise OSError(f"pthread_barrier_init failed for {threads} threads")
-
 
 # A pool of a round's parts (lda-gibbs's partitioned sweep: a round is T cells, one per lane): any
 # thread takes the next untaken part of the current round; the thread that finishes a round's last
@@ -88,6 +62,69 @@ POOLS = all(
 # more than sizeof(pthread_mutex_t) and sizeof(pthread_cond_t): 40 and 48 on glibc, 64 and 48 on macOS
 _SYNC_BYTES = 128
 _ROUND, _TAKEN, _FINISHED, _ROUNDS, _AWAKE, _CORES, _THREADS = range(7)  # RoundPool.state
+
+
+BARRIERS = POOLS  # barrier_wait is built on the same mutex and condition
+
+# A barrier the kernels themselves can wait on (``barrier_wait(memory)``, called from nopython code
+# without the GIL): a schedule of many short phases -- the variational models' minibatches -- then
+# costs one Workers.run per pass instead of one per phase. It is built on the POSIX mutex and
+# condition below (``POOLS``; every libc that has threads has them). A thread that arrives before
+# the last first checks the barrier's generation for a while (``SPIN_CHECKS`` times, each under the
+# mutex) before it sleeps on the condition, when there are no more threads than cores: a sleeping
+# core takes tens of microseconds to wake on a VM (an interrupt to another virtual CPU), against a
+# phase of about 0.7 ms (lda-scvb0's minibatch on the movie reviews: 2 x 16 waits a pass). With more
+# threads than cores it sleeps at once, so that waiting costs no CPU time.
+_BARRIER_BYTES = 3 * 128  # mutex, condition, then the state (int64: arrived, generation, threads, checks)
+_ARRIVED, _GENERATION, _PARTIES, _CHECKS = range(4)
+SPIN_CHECKS = 20_000  # at about 20-40 ns a check, at most about half a millisecond
+
+
+class Barrier:
+    """A barrier for ``threads`` threads, held in ``self.memory`` (a numpy array that a kernel takes
+    as an argument and waits on with ``barrier_wait(memory)``)."""
+
+    def __init__(self, threads):
+        if not POOLS:
+            raise RuntimeError("this C library has no POSIX mutexes and conditions")
+        self.memory = np.zeros(_BARRIER_BYTES, dtype=np.uint8)
+        for name, offset in (("mutex", 0), ("cond", _SYNC_BYTES)):
+            init = getattr(_libc, f"pthread_{name}_init")
+            init.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+            init.restype = ctypes.c_int
+            if init(self.memory.ctypes.data + offset, None) != 0:
+                raise OSError(f"pthread_{name}_init failed")
+        state = self.memory[2 * _SYNC_BYTES :].view(np.int64)
+        state[_PARTIES] = int(threads)
+        state[_CHECKS] = SPIN_CHECKS if threads <= usable_cores() else 0
+
+
+@numba.njit(cache=True, nogil=True)
+def barrier_wait(memory):
+    """Returns when every thread of the ``Barrier`` whose memory this is has called it."""
+    mutex = memory.ctypes.data
+    cond = mutex + _SYNC_BYTES
+    state = memory[2 * _SYNC_BYTES :].view(np.int64)
+    mutex_lock(mutex)
+    generation = state[_GENERATION]
+    state[_ARRIVED] += 1
+    if state[_ARRIVED] == state[_PARTIES]:  # the last: open the next generation
+        state[_ARRIVED] = 0
+        state[_GENERATION] = generation + 1
+        mutex_unlock(mutex)
+        cond_broadcast(cond)
+        return
+    mutex_unlock(mutex)
+    for _ in range(state[_CHECKS]):  # read under the mutex: its calls are the compiler's fences too
+        mutex_lock(mutex)
+        done = state[_GENERATION] != generation
+        mutex_unlock(mutex)
+        if done:
+            return
+    mutex_lock(mutex)
+    while state[_GENERATION] == generation:
+        cond_wait(cond, mutex)
+    mutex_unlock(mutex)
 
 
 def usable_cores():

@@ -293,11 +293,13 @@ def absent(prod, q, m):
 
 
 # Rows [w0, w1) of the threads' statistics into a table: table[w] += sum_t f[t] acc[t, w] (t = 0..T-1
-# in order) for every row some thread touched (mark[t, w] >= 0); those rows of acc are cleared and
-# their marks reset (the callers reset the touched counts). Each thread merges its own range of words,
-# so the threads write disjoint rows.
+# in order) for every row some thread touched (mark[t, w] >= 0). Each thread merges its own range of
+# words, so the threads write disjoint rows. With ``clear`` those rows of acc are cleared and their
+# marks reset here (the callers reset the touched counts); without, each thread clears its own
+# (``clear_touched``): a thread that zeroes another's rows takes their cache lines from the other's
+# core, which then takes them back at its next token of that word.
 @numba.njit(cache=True, nogil=True)
-def merge_rows(table, acc, f, mark, w0, w1):
+def merge_rows(table, acc, f, mark, w0, w1, clear=True):
     T, _, K = acc.shape
     row = np.empty(K, dtype=np.float64)
     for w in range(w0, w1):
@@ -314,10 +316,24 @@ def merge_rows(table, acc, f, mark, w0, w1):
                 ft = f[t]
                 for k in range(K):
                     row[k] += ft * acc[t, w, k]
-                    acc[t, w, k] = 0.0
-                mark[t, w] = -1
+                if clear:
+                    for k in range(K):
+                        acc[t, w, k] = 0.0
+                    mark[t, w] = -1
         for k in range(K):
             table[w, k] += row[k]
+
+
+# One thread's statistics after the merge (merge_rows with clear=False): its touched rows of acc
+# zeroed and their marks reset.
+@no_nrt
+def clear_touched(acc, mark, touched, n_touched):
+    K = acc.shape[1]
+    for j in range(n_touched):
+        w = touched[j]
+        for k in range(K):
+            acc[w, k] = 0.0
+        mark[w] = -1
 
 
 # totals += sum_t f[t] acc_k[t] (t in order); acc_k cleared.

@@ -87,9 +87,9 @@ Threads (``--threads T``):
   (``_order_weight``), so that no thread's additions are decayed by all the others' steps. Then
   (B4)-(B6) take each document's step in order with its E_k. The staleness is a round: about
   T x ROUND_TOKENS tokens (rounds end at a document's end, so one long document makes its round
-  longer). A pass is one kernel call per thread (``_round_thread``), the threads waiting on a POSIX
-  barrier inside it three times a round;
-  where the C library has no barriers, a Workers.run per round and per merge from Python.
+  longer). A pass is one kernel call per thread (``_round_thread``), the threads waiting on a
+  barrier (``threads.Barrier``) inside it three times a round; where the C library has no POSIX
+  mutexes, a Workers.run per round and per merge from Python.
 
 Implementation notes.
 - (B3) touches every word: n_kw (and n_k) are a lazily decayed table (``kernels``:
@@ -662,7 +662,7 @@ def _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, with_totals, 
 
 
 # Thread tid's part of a whole word-by-word pass on T threads (``HdpPcsvb0._round_threads``: lo, cuts
-# and tc_off), waiting for the others on a POSIX barrier inside the kernel. After its run of a round it
+# and tc_off), waiting for the others on a barrier (``threads.Barrier``) inside the kernel. After its run of a round it
 # computes its own merge weight (into weights, shared); then threads 0..T-2 merge the rows, a range of
 # words each (``_merge_tables``), while the last thread merges the totals and steps the sticks per
 # document, which read the totals and not the rows: the sticks' serial steps overlap the merge instead
@@ -678,7 +678,6 @@ def _round_thread(
 ):  # fmt: skip
     T = views.shape[0]
     W = nkw.shape[0]
-    address = barrier.ctypes.data
     last = T - 1  # merges the totals and steps the sticks
     rows = max(T - 1, 1)  # the threads that merge the rows (all of them on one thread)
     w0, w1 = (W, W) if tid == last and T > 1 else (W * tid // rows, W * (tid + 1) // rows)  # threads.split
@@ -689,9 +688,9 @@ def _round_thread(
             views[tid], own[tid], own_k[tid], mark[tid], touched[tid], pi, hyper[0], t_h, s_h, tau_h, step_alpha,
             E_docs, drawn_docs, key, beta, N, s_c, tau_c, keep_d, kappa, t_c + tc_off[i, tid], burn_in, clumping,
         )  # fmt: skip
-        barrier_wait(address)
+        barrier_wait(barrier)
         weights[tid] = _order_weight(views, tid)
-        barrier_wait(address)
+        barrier_wait(barrier)
         scale = _merge_tables(nkw, nk, scale, own, own_k, views, mark, w0, w1, tid == last, weights)
         if tid == last:
             _round_sticks(
@@ -700,7 +699,7 @@ def _round_thread(
             )  # fmt: skip
         t_h += _non_empty_run(order, lo[i], lo[i + 1], doc_len)  # every thread: the next round's t_h
         t_c += tc_off[i, T]
-        barrier_wait(address)
+        barrier_wait(barrier)
     return scale, t_c, t_h
 
 

@@ -37,7 +37,7 @@ during a round, and after the round the copies' changes are added to n_k in thre
 staleness of lda-gibbs's threads: a round). A document's units are visited a word block at a time
 (its words ascend, so each block's are a run), so its running prod_i (1 - q_ik) for (P2) is kept
 per document across the rounds (D x K). A sweep is one kernel call per thread, waiting for the
-others on a POSIX barrier inside it (``_pcvb0_thread``), or, where the C library has none, one
+others on a barrier inside it (``threads.Barrier``) (``_pcvb0_thread``), or, where the C library has none, one
 Workers.run per round. The scheme it replaced (AD-LDA: a copy of n_wk per thread, merged 8 times
 a sweep) took 1.36x one thread's CPU at 2 threads on the movie reviews and gave 1.3-1.4x.
 
@@ -138,7 +138,7 @@ def _pcvb0_E(unit_ptr, d0, d1, prod, E_sum):
     return E_total
 
 
-# Thread tid's sweep: its cells of the T rounds, the threads waiting for each other (a POSIX barrier)
+# Thread tid's sweep: its cells of the T rounds, the threads waiting for each other (``threads.Barrier``)
 # after each cell and after thread 0 has reconciled the totals; then (P2) of its documents into E_t[tid].
 @numba.njit(cache=True, nogil=True)
 def _pcvb0_thread(
@@ -146,7 +146,6 @@ def _pcvb0_thread(
     barrier,
 ):  # fmt: skip
     T = copies.shape[0]
-    address = barrier.ctypes.data
     d0, d1 = doc_cut[tid], doc_cut[tid + 1]
     for r in range(T):
         b = (tid + r) % T
@@ -154,10 +153,10 @@ def _pcvb0_thread(
             unit_ptr, unit_words, unit_counts, d0, d1, word_cut[b], word_cut[b + 1], r == 0, q, n_dk, n_wk,
             copies[tid], prod, alpha_pi, beta,
         )  # fmt: skip
-        barrier_wait(address)
+        barrier_wait(barrier)
         if tid == 0:
             _reconcile(n_k, copies)
-        barrier_wait(address)
+        barrier_wait(barrier)
     return _pcvb0_E(unit_ptr, d0, d1, prod, E_t[tid])
 
 
@@ -233,7 +232,7 @@ class HdpPcvb0(CollapsedHdpModel):
 
     def _sweep_threads(self, units, E_sum):
         """(P1)-(P2) on T threads, the vocabulary-partitioned schedule (module docstring, "Threads"):
-        one kernel call per thread with POSIX barriers, else a Workers.run per round."""
+        one kernel call per thread with barriers (``threads.BARRIERS``), else a Workers.run per round."""
         T = self.threads
         alpha_pi, beta = self.alpha * self.pi, float(self.opts["beta"])
         tables = (self.q, self.n_dk, self.n_wk)

@@ -40,11 +40,13 @@ Implementation notes.
   form), so its documents are independent given them: thread t takes a run of the minibatch's
   documents (about equal tokens), updates their N^Theta rows and accumulates its own Nhat^Phi,
   Nhat^Z; after the minibatch the T accumulators are summed in thread order (``kernels.merge_rows``,
-  each thread merging a range of words) into (F3)-(F4). The same algorithm as on one thread; only
-  the summation order differs. A pass is one kernel call per thread (``_scvb0_pass_thread``), the
-  threads waiting for each other twice a minibatch on a POSIX barrier inside it: driven from
-  Python instead (``_pass_rounds``, where the C library has no barriers), the two Workers.run and
-  the merge's Python of every minibatch held 2 threads at 1.4-1.6x one on the movie reviews.
+  each thread merging a range of words) into (F3)-(F4). A thread clears its own accumulator's rows
+  at its next minibatch (``kernels.clear_touched``), not the merging thread, so that they stay in
+  its own core's cache. The same algorithm as on one thread; only the summation order differs. A
+  pass is one kernel call per thread (``_scvb0_pass_thread``), the threads waiting for each other
+  twice a minibatch on a barrier inside it (``threads.Barrier``): driven from Python instead
+  (``_pass_rounds``, where the C library has no POSIX mutexes), the two Workers.run and the merge's
+  Python of every minibatch held 2 threads at 1.4-1.6x one on the movie reviews.
 - One ``step()`` is one pass over the corpus in minibatches of ``minibatch`` documents
   (step_unit "pass"; t counts the minibatches of the whole run).
 """
@@ -153,7 +155,7 @@ def _scvb0_pass(
 
 
 # Thread t's part of a whole SCVB0 pass on T threads (module docstring, "Threads"), waiting for the
-# others inside the kernel (a POSIX barrier; ``threads``): per minibatch b, (F1)-(F2) on the run
+# others inside the kernel (``threads.Barrier``): per minibatch b, (F1)-(F2) on the run
 # order[cuts[b, t]:cuts[b, t + 1]] into its own acc[t], acc_z[t]; barrier; (F3)-(F4) on its range of
 # words [ranges[t], ranges[t + 1]) -- the decay folded into its rows when the scale underflows, then
 # every thread's statistics of those rows in thread order -- and thread 0 the totals; barrier. Every
@@ -166,30 +168,32 @@ def _scvb0_pass_thread(
 ):  # fmt: skip
     W, K = phi_wk.shape
     T = acc.shape[0]
-    address = barrier.ctypes.data
     inv_nz = np.empty(K, dtype=np.float64)
     f = np.empty(T, dtype=np.float64)
     gam = np.empty(K, dtype=np.float64)
     w0, w1 = ranges[tid], ranges[tid + 1]
+    n_touched = 0
     for b in range(cuts.shape[0]):
         _inverse_totals(n_z, scale, W, beta, inv_nz)
-        _, tokens[tid] = _scvb0_docs(
+        kern.clear_touched(acc[tid], mark[tid], touched[tid], n_touched)  # its rows of the last minibatch
+        n_touched, tokens[tid] = _scvb0_docs(
             doc_ptr, word_ids, counts, doc_len, order, cuts[b, tid], cuts[b, tid + 1], n_theta, phi_wk, scale, inv_nz,
             acc[tid], acc_z[tid], mark[tid], touched[tid], 0, alpha, beta, keep_theta, burn_in, clumping,
             gam,
         )  # fmt: skip
-        barrier_wait(address)
+        barrier_wait(barrier)
         total = 0
         for u in range(T):
             total += tokens[u]
         rho = kern.step_size(s_phi, tau_phi, kappa, t)
         scale = kern.decay_scaled_rows(phi_wk, n_z, scale, rho, w0, w1, tid == 0)
         f[:] = rho * C / max(total, 1) / scale
-        kern.merge_rows(phi_wk, acc, f, mark, w0, w1)
+        kern.merge_rows(phi_wk, acc, f, mark, w0, w1, False)
         if tid == 0:
             kern.merge_totals(n_z, acc_z, f)
         t += 1
-        barrier_wait(address)
+        barrier_wait(barrier)
+    kern.clear_touched(acc[tid], mark[tid], touched[tid], n_touched)
     return scale, t
 
 
@@ -275,7 +279,7 @@ class LdaScvb0(VariationalModel):
 
     def _pass_rounds(self, order, alpha, beta, s_phi, tau_phi, kappa):
         """The threaded pass from Python, a Workers.run per minibatch and one per merge: where the C
-        library has no POSIX barriers, and the reference the one-call kernel is tested against."""
+        library has no POSIX mutexes, and the reference the one-call kernel is tested against."""
         o = self.opts
         inv_nz = np.empty(self.K)
         tables = (self._acc, self._acc_z, self._mark, self._touched, self._n_touched)

@@ -303,7 +303,7 @@ def _add_totals(lam_k, sstats, f, n):
 
 
 # Thread tid's part of a whole pass on T threads (module docstring, "Threads"), waiting for the others
-# on a POSIX barrier inside the kernel. Per minibatch b (documents order[lo[b]:lo[b + 1]]), whose
+# on a barrier (``threads.Barrier``) inside the kernel. Per minibatch b (documents order[lo[b]:lo[b + 1]]), whose
 # words are all_words[word_ptr[b]:word_ptr[b + 1]] (listed before the call, ``LdaSvi._pass_words``):
 # each thread marks a range of them with their local index and computes their exp{E[log beta]};
 # each thread the local step of its run order[cuts[b, tid]:cuts[b, tid + 1]] into sstats[tid] (cold
@@ -319,7 +319,6 @@ def _svi_pass_thread(
 ):  # fmt: skip
     T = sstats.shape[0]
     W = lam_wk.shape[0]
-    address = barrier.ctypes.data
     v0, v1 = W * tid // T, W * (tid + 1) // T  # this thread's rows of lambda when the scale folds
     for b in range(lo.shape[0] - 1):
         words = all_words[word_ptr[b] : word_ptr[b + 1]]
@@ -329,13 +328,13 @@ def _svi_pass_thread(
             mark[words[j]] = j
         _expected_log_beta(words, lam_wk, lam_k, scale, beta, eb, j0, j1)
         sstats[tid, :n] = 0.0
-        barrier_wait(address)
+        barrier_wait(barrier)
         docs = order[cuts[b, tid] : cuts[b, tid + 1]]
         iters[tid] += _local_documents(
             doc_ptr, word_ids, counts, docs, mark, eb[:n], gamma_dk, warm, alpha, max_iters, tol, rng, tid,
             sstats[tid, :n],
         )  # fmt: skip
-        barrier_wait(address)
+        barrier_wait(barrier)
         _sum_threads(sstats[:, :n], total[:n], j0, j1)
         # (G1)-(G2) as _global_step: the decay (every thread folds its own rows when the scale underflows),
         # then lambda's rows of this thread's words, then (thread 0) the totals in word order
@@ -343,15 +342,15 @@ def _svi_pass_thread(
         folded = scale * (1.0 - rho) < kern.RESCALE_BELOW
         scale = kern.decay_scaled_rows(lam_wk, lam_k, scale, rho, v0, v1, tid == 0)
         if folded:  # every thread's rows before anyone adds to any
-            barrier_wait(address)
+            barrier_wait(barrier)
         f = rho * D_total / (lo[b + 1] - lo[b]) / scale
         _add_rows(lam_wk, words, total, f, j0, j1)
         for j in range(j0, j1):
             mark[words[j]] = -1
-        barrier_wait(address)
+        barrier_wait(barrier)
         if tid == 0:
             _add_totals(lam_k, total, f, n)
-        barrier_wait(address)  # lambda's totals, which the next minibatch's exp{E[log beta]} reads
+        barrier_wait(barrier)  # lambda's totals, which the next minibatch's exp{E[log beta]} reads
         t += 1
     return scale, t
 
@@ -458,7 +457,7 @@ class LdaSvi(VariationalModel):
 
     def _pass_rounds(self, order, first, D_total, warm, alpha, beta, tau, kappa):
         """The pass a minibatch at a time from Python (one thread, MPI ranks, and threads where the C
-        library has no POSIX barriers); returns the local iterations done."""
+        library has no POSIX mutexes); returns the local iterations done."""
         o, engine, iters = self.opts, self.engine, 0
         for lo in range(0, D_total, o["minibatch"]):
             hi = min(lo + o["minibatch"], D_total)
