@@ -242,7 +242,10 @@ def point_log_likelihood(doc_ptr, word_ids, counts, a_dk, b_k, phi_wk):
 
 
 # A word of the current minibatch: its first visit gets the next slot of ``touched``; returns the
-# number of words touched so far. mark (W) is -1 for words not yet touched.
+# number of words touched so far. mark (W) is -1 for words not yet touched, else the word's slot:
+# its row of the minibatch's statistics (acc), which thus fill rows 0, 1, ... in the order the words
+# are met, a compact block instead of rows scattered over a W x K table (lda-scvb0 reads and writes
+# them at every token of a minibatch's final pass, and two threads' blocks then meet in the merge).
 @no_nrt
 def touch(mark, touched, n_touched, w):
     if mark[w] < 0:
@@ -253,8 +256,8 @@ def touch(mark, touched, n_touched, w):
 
 
 # After a minibatch: n <- (1 - rho) n + rho total/tokens acc for the scaled table n = scale * (A, B),
-# acc (W x K) and acc_k (K) the minibatch's statistics (rows ``touched[:n_touched]``), which are
-# cleared, as is ``mark``. Returns the new scale.
+# acc (rows by slot, ``touch``) and acc_k (K) the minibatch's statistics (rows 0 .. n_touched - 1, of
+# the words ``touched[:n_touched]``), which are cleared, as is ``mark``. Returns the new scale.
 @no_nrt
 def flush_minibatch(A, B, scale, rho, total, tokens, acc, acc_k, mark, touched, n_touched):
     scale = decay_scaled(A, B, scale, rho)
@@ -263,8 +266,8 @@ def flush_minibatch(A, B, scale, rho, total, tokens, acc, acc_k, mark, touched, 
         for j in range(n_touched):
             w = touched[j]
             for k in range(A.shape[1]):
-                A[w, k] += f * acc[w, k]
-                acc[w, k] = 0.0
+                A[w, k] += f * acc[j, k]
+                acc[j, k] = 0.0
             mark[w] = -1
         for k in range(B.shape[0]):
             B[k] += f * acc_k[k]
@@ -286,14 +289,14 @@ def absent(prod, q, m):
 
 
 # --------------------------------------------------------------------------------------------
-# Threads (--threads T): each thread t has its own accumulator acc[t] (W x K), acc_k[t] (K), with its
-# touched words in touched[t, :n_touched[t]] and mark[t] (see ``touch``). They are combined after the
-# threads have run, always in thread order t = 0, 1, ..., T - 1, so the sums do not depend on which
-# thread finished first.
+# Threads (--threads T): each thread t has its own accumulator acc[t] (rows by slot: word w's row is
+# mark[t, w], see ``touch``), acc_k[t] (K), with its touched words in touched[t, :n_touched[t]].
+# They are combined after the threads have run, always in thread order t = 0, 1, ..., T - 1, so the
+# sums do not depend on which thread finished first.
 
 
-# Rows [w0, w1) of the threads' statistics into a table: table[w] += sum_t f[t] acc[t, w] (t = 0..T-1
-# in order) for every row some thread touched (mark[t, w] >= 0). Each thread merges its own range of
+# Words [w0, w1) of the threads' statistics into a table: table[w] += sum_t f[t] acc[t, mark[t, w]]
+# (t = 0..T-1 in order) for every word some thread touched (mark[t, w] >= 0). Each thread merges its own range of
 # words, so the threads write disjoint rows. With ``clear`` those rows of acc are cleared and their
 # marks reset here (the callers reset the touched counts); without, each thread clears its own
 # (``clear_touched``): a thread that zeroes another's rows takes their cache lines from the other's
@@ -312,13 +315,14 @@ def merge_rows(table, acc, f, mark, w0, w1, clear=True):
         for k in range(K):
             row[k] = 0.0
         for t in range(T):
-            if mark[t, w] >= 0:
+            j = mark[t, w]
+            if j >= 0:
                 ft = f[t]
                 for k in range(K):
-                    row[k] += ft * acc[t, w, k]
+                    row[k] += ft * acc[t, j, k]
                 if clear:
                     for k in range(K):
-                        acc[t, w, k] = 0.0
+                        acc[t, j, k] = 0.0
                     mark[t, w] = -1
         for k in range(K):
             table[w, k] += row[k]
@@ -330,10 +334,9 @@ def merge_rows(table, acc, f, mark, w0, w1, clear=True):
 def clear_touched(acc, mark, touched, n_touched):
     K = acc.shape[1]
     for j in range(n_touched):
-        w = touched[j]
         for k in range(K):
-            acc[w, k] = 0.0
-        mark[w] = -1
+            acc[j, k] = 0.0
+        mark[touched[j]] = -1
 
 
 # totals += sum_t f[t] acc_k[t] (t in order); acc_k cleared.

@@ -319,8 +319,9 @@ def _document(
                 if not final:
                     continue
                 if batch:
+                    slot = mark[w]
                     for k in range(K):
-                        acc[w, k] += weight * q[k]
+                        acc[slot, k] += weight * q[k]
                         acc_k[k] += weight * q[k]
                 else:  # (B3)
                     c = kern.keep_fraction(s_c, tau_c, kappa, t_c, weight)

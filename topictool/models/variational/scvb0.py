@@ -104,8 +104,10 @@ def _scvb0_docs(
                 m = counts[i]
                 reps = 1 if clumping else m
                 weight = m if clumping else 1
+                slot = 0
                 if final:
                     n_touched = kern.touch(mark, touched, n_touched, w)
+                    slot = mark[w]
                 for _r in range(reps):
                     inv = 1.0 / _responsibilities(phi_wk[w], inv_nz, n_theta[d], gam, scale, beta, alpha)  # (F1)
                     c = kern.keep_fraction_table(keep_theta, td, weight)
@@ -116,7 +118,7 @@ def _scvb0_docs(
                     if final:
                         g = weight * inv
                         for k in range(K):
-                            acc[w, k] += g * gam[k]
+                            acc[slot, k] += g * gam[k]
                             acc_z[k] += g * gam[k]
     return n_touched, tokens
 
