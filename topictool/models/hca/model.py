@@ -15,7 +15,7 @@ resume (restored()).
 
 Threads (parallel.py): with --threads T > 1 a sweep is T rounds of a vocabulary-partitioned
 schedule: documents and words are each cut into T blocks, and in round r thread t samples the
-tokens of document block t with words in word block (t + r) mod T, so no two threads touch the
+tokens of document block (t + r) mod T with words in word block t, so no two threads touch the
 same document's or word's counts; only the per-topic totals (n_k, TW_k, T_k) are copied per
 thread and reconciled after each round. Initialisation and the hyper-parameters stay on one
 thread. One random stream per thread; stream 0 is also the initialisation's and the
@@ -313,7 +313,7 @@ class HcaGibbs(Model):
 
     def _run_sweep_threaded(self):
         """One sweep on T threads, in T rounds (parallel.py): in round r thread t samples the
-        tokens of its document block t whose words lie in word block (t + r) mod T, on the
+        tokens of document block (t + r) mod T whose words lie in its word block t, on the
         shared arrays (no two threads touch the same document or word), against its own copy
         of the per-topic totals, which are reconciled after every round."""
         T = self.threads
@@ -324,17 +324,19 @@ class HcaGibbs(Model):
         for rnd in range(T):
             self._grow_tables()
             sc.start_round(self)
-            pos = [(sc.docs[t], int(self.token_ptr[sc.docs[t]])) for t in range(T)]
-            done = [sc.docs[t] == sc.docs[t + 1] for t in range(T)]
+            # pos, done: per document block; lane t takes block (t + rnd) mod T with word block t
+            pos = [(sc.docs[a], int(self.token_ptr[sc.docs[a]])) for a in range(T)]
+            done = [sc.docs[a] == sc.docs[a + 1] for a in range(T)]
 
             def sweep_part(t, rnd=rnd, pos=pos, done=done):
-                if done[t]:
+                a = (t + rnd) % T
+                if done[a]:
                     return
-                d, i = pos[t]
-                b = (t + rnd) % T
+                d, i = pos[a]
+                b = t
                 status, d, i = smp.sweep(
                     False, d, i, self.token_ptr,
-                    self.doc_ptr[: sc.docs[t + 1] + 1],  # the prefix ends the loop at the block's end
+                    self.doc_ptr[: sc.docs[a + 1] + 1],  # the prefix ends the loop at the block's end
                     self.word_ids, self.counts, self.z, self.r, self.t_dk,
                     self.n_kw, sc.n_k[t], self.t_kw, self.Aw, self.Bw, sc.TW_k[t], self.TwT, sc.T_k[t],
                     self._R("theta"), self._R("phi", self.pyp_words), self._R("psi", self.burst),
@@ -343,8 +345,8 @@ class HcaGibbs(Model):
                     self.burst, self.n_slots, sc.extent[t], self.bounds, sc.rng_of(t), sc.stats[t],
                     sc.words[b], sc.words[b + 1], sc.word_totals[t],
                 )  # fmt: skip
-                pos[t] = (d, i)
-                done[t] = status == smp.STATUS_DONE
+                pos[a] = (d, i)
+                done[a] = status == smp.STATUS_DONE
 
             while True:
                 self.workers.run(sweep_part)

@@ -2,13 +2,17 @@
 ``partition``), so that no two threads ever touch the same document's or the same word's counts.
 
 Documents are cut into T blocks and words into T blocks, both of nearly equal token counts.
-A sweep is T rounds; in round r thread t samples the tokens of document block t whose word
-lies in word block (t + r) mod T, with the ordinary sweep kernel (sampler.sweep, restricted to
+A sweep is T rounds; in round r thread t samples the tokens of document block (t + r) mod T
+whose word lies in word block t, with the ordinary sweep kernel (sampler.sweep, restricted to
 the word block) and its own random stream (row t). After the T rounds every token was
-sampled once. Within a round:
+sampled once. A thread keeps its word block and the document blocks move, because the word
+side is what a cell reads most per token and what is larger on most corpora (K x W counts and
+tables against the documents' K-rows): with the documents fixed instead, the word block that
+changed cores every round cost the movie reviews' two-thread cells 1.5-2 ms of 11.5
+(docs/models/hca.md, "Threads"). Within a round:
 
-- exclusive to thread t: its documents' z, r and rows of t_dk (the document nodes, and with
-  burst the psi_dk nodes and their slot caches, rebuilt from z and r whenever the kernel
+- exclusive to thread t: the round's documents' z, r and rows of t_dk (the document nodes, and
+  with burst the psi_dk nodes and their slot caches, rebuilt from z and r whenever the kernel
   enters a document), and its word block's rows of n_kw, t_kw, Aw, Bw and TwT (the topic
   nodes' cells of those words and the word root's counts of them). Each row is written by one
   thread only, so every per-cell statistic and every table-count constraint 0 <= t <= n,
