@@ -66,6 +66,21 @@ _ROUND, _TAKEN, _FINISHED, _ROUNDS, _AWAKE, _CORES, _THREADS = range(7)  # Round
 
 BARRIERS = POOLS  # barrier_wait is built on the same mutex and condition
 
+
+def _sync_memory(nbytes):
+    """nbytes of zeros holding an initialised POSIX mutex (at 0) and condition (at _SYNC_BYTES)."""
+    if not POOLS:
+        raise RuntimeError("this C library has no POSIX mutexes and conditions")
+    memory = np.zeros(nbytes, dtype=np.uint8)
+    for name, offset in (("mutex", 0), ("cond", _SYNC_BYTES)):
+        init = getattr(_libc, f"pthread_{name}_init")
+        init.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        init.restype = ctypes.c_int
+        if init(memory.ctypes.data + offset, None) != 0:
+            raise OSError(f"pthread_{name}_init failed")
+    return memory
+
+
 # A barrier the kernels themselves can wait on (``barrier_wait(memory)``, called from nopython code
 # without the GIL): a schedule of many short phases -- the variational models' minibatches -- then
 # costs one Workers.run per pass instead of one per phase. It is built on the POSIX mutex and
@@ -85,15 +100,7 @@ class Barrier:
     as an argument and waits on with ``barrier_wait(memory)``)."""
 
     def __init__(self, threads):
-        if not POOLS:
-            raise RuntimeError("this C library has no POSIX mutexes and conditions")
-        self.memory = np.zeros(_BARRIER_BYTES, dtype=np.uint8)
-        for name, offset in (("mutex", 0), ("cond", _SYNC_BYTES)):
-            init = getattr(_libc, f"pthread_{name}_init")
-            init.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-            init.restype = ctypes.c_int
-            if init(self.memory.ctypes.data + offset, None) != 0:
-                raise OSError(f"pthread_{name}_init failed")
+        self.memory = _sync_memory(_BARRIER_BYTES)
         state = self.memory[2 * _SYNC_BYTES :].view(np.int64)
         state[_PARTIES] = int(threads)
         state[_CHECKS] = SPIN_CHECKS if threads <= usable_cores() else 0
@@ -140,17 +147,9 @@ class RoundPool:
     ``threads`` threads: ``memory`` (mutex, then condition) and ``state`` are what the kernels take."""
 
     def __init__(self, threads):
-        if not POOLS:
-            raise RuntimeError("this C library has no POSIX mutexes and conditions")
         self.threads = int(threads)
-        self.memory = np.zeros(2 * _SYNC_BYTES, dtype=np.uint8)
+        self.memory = _sync_memory(2 * _SYNC_BYTES)
         self.state = np.zeros(16, dtype=np.int64)  # 128 bytes: a cache line of its own
-        for name, offset in (("mutex", 0), ("cond", _SYNC_BYTES)):
-            init = getattr(_libc, f"pthread_{name}_init")
-            init.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-            init.restype = ctypes.c_int
-            if init(self.memory.ctypes.data + offset, None) != 0:
-                raise OSError(f"pthread_{name}_init failed")
 
     def open(self, rounds):
         """Ready for a schedule of ``rounds`` rounds run by all the threads (call with none inside)."""
