@@ -879,7 +879,8 @@ class HdpPcsvb0(CollapsedHdpModel):
             # (B3) with the minibatch's statistics, summed in thread order
             rho = kern.step_size(s_c, tau_c, kappa, self.t_c)
             self.scale = kern.decay_scaled(self.nkw, self.nk, self.scale, rho)
-            self._merge(self.nkw, self.nk, self._tables, np.full(T, rho * N / tokens / self.scale))
+            merges = -(-self.D // o["minibatch"])
+            self._merge(self.nkw, self.nk, self._tables, np.full(T, rho * N / tokens / self.scale), merges)
             self.t_c += 1
             E_mean, tables, psi_total = E[0].copy(), float(out[0, 2]), float(out[0, 3])
             for t in range(1, T):  # thread order

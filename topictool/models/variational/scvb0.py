@@ -58,7 +58,7 @@ import numpy as np
 
 from ...kernels.jit import no_nrt
 from ...kernels.sums import sum8
-from ...threads import BARRIERS, Barrier, barrier_wait, split
+from ...threads import BARRIERS, Barrier, barrier_wait
 from ..base import POSITIVE_INT
 from . import kernels as kern
 from .common import VariationalModel
@@ -260,7 +260,7 @@ class LdaScvb0(VariationalModel):
             )  # fmt: skip
         elif BARRIERS and not self._python_rounds:  # module docstring, "Threads": one kernel call a thread
             cuts = self._minibatch_cuts(order, o["minibatch"])
-            ranges = np.array(split(self.W, self.threads), dtype=np.int64)
+            ranges = self.merge_ranges(len(cuts))
             tokens = np.zeros(self.threads, dtype=np.int64)
             if self._barrier is None:
                 self._barrier = Barrier(self.threads)
@@ -288,7 +288,8 @@ class LdaScvb0(VariationalModel):
         inv_nz = np.empty(self.K)
         tables = (self._acc, self._acc_z, self._mark, self._touched, self._n_touched)
         tokens = np.zeros(self.threads, dtype=np.int64)
-        for cuts in self._minibatch_cuts(order, o["minibatch"]):
+        all_cuts = self._minibatch_cuts(order, o["minibatch"])
+        for cuts in all_cuts:
             _inverse_totals(self.n_z, self.scale, self.W, beta, inv_nz)
 
             def part(t, cuts=cuts):
@@ -303,7 +304,7 @@ class LdaScvb0(VariationalModel):
             rho = kern.step_size(s_phi, tau_phi, kappa, self.t)
             self.scale = kern.decay_scaled(self.phi_wk, self.n_z, self.scale, rho)
             f = rho * float(self.N) / max(int(tokens.sum()), 1) / self.scale
-            self._merge(self.phi_wk, self.n_z, tables, np.full(self.threads, f))
+            self._merge(self.phi_wk, self.n_z, tables, np.full(self.threads, f), len(all_cuts))
             self.t += 1
 
     # -- estimates -----------------------------------------------------------------------
