@@ -42,7 +42,7 @@ Implementation notes.
   form), so its documents are independent given them: thread t takes a run of the minibatch's
   documents (about equal tokens), updates their N^Theta rows and accumulates its own Nhat^Phi,
   Nhat^Z; after the minibatch the T accumulators are summed in thread order (``kernels.merge_rows``,
-  each thread merging a range of words) into (F3)-(F4). A thread clears its own accumulator's rows
+  each thread merging a range of words, ``merge_ranges``) into (F3)-(F4). A thread clears its own accumulator's rows
   at its next minibatch (``kernels.clear_touched``), not the merging thread, so that they stay in
   its own core's cache. The same algorithm as on one thread; only the summation order differs. A
   pass is one kernel call per thread (``_scvb0_pass_thread``), the threads waiting for each other
