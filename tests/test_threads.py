@@ -84,3 +84,50 @@ def test_barrier_lets_no_thread_through_before_all_arrive(monkeypatch, T, cores)
     workers.close()
     assert (reached[:, 0] == 200).all()
     assert (behind == 0).all()
+
+
+def _cgroup_files(tmp_path, files):
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_cgroup_quota_v2_takes_the_lowest_limit_of_the_group_and_its_ancestors(tmp_path):
+    _cgroup_files(
+        tmp_path,
+        {
+            "proc": "0::/job/step\n",
+            "fs/cpu.max": "max 100000\n",
+            "fs/job/cpu.max": "250000 100000\n",
+            "fs/job/step/cpu.max": "max 100000\n",
+        },
+    )
+    assert threads.cgroup_cpu_quota(str(tmp_path / "proc"), str(tmp_path / "fs")) == 2.5
+    (tmp_path / "fs/job/step/cpu.max").write_text("50000 100000\n")
+    assert threads.cgroup_cpu_quota(str(tmp_path / "proc"), str(tmp_path / "fs")) == 0.5
+
+
+def test_cgroup_quota_v1_and_none(tmp_path):
+    _cgroup_files(
+        tmp_path,
+        {
+            "proc": "4:memory:/x\n2:cpu,cpuacct:/x\n",
+            "fs/cpu,cpuacct/x/cpu.cfs_quota_us": "300000\n",
+            "fs/cpu,cpuacct/x/cpu.cfs_period_us": "100000\n",
+        },
+    )
+    assert threads.cgroup_cpu_quota(str(tmp_path / "proc"), str(tmp_path / "fs")) == 3.0
+    (tmp_path / "fs/cpu,cpuacct/x/cpu.cfs_quota_us").write_text("-1\n")  # no quota
+    assert threads.cgroup_cpu_quota(str(tmp_path / "proc"), str(tmp_path / "fs")) is None
+    assert threads.cgroup_cpu_quota(str(tmp_path / "missing"), str(tmp_path / "fs")) is None
+
+
+def test_usable_cores_is_the_affinity_lowered_to_the_quota(monkeypatch):
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    monkeypatch.setattr(threads, "cgroup_cpu_quota", lambda: 1.5)
+    assert threads.usable_cores() == 2
+    monkeypatch.setattr(threads, "cgroup_cpu_quota", lambda: None)
+    assert threads.usable_cores() == 64
+    monkeypatch.setattr(threads, "cgroup_cpu_quota", lambda: 0.2)
+    assert threads.usable_cores() == 1

@@ -15,6 +15,7 @@ no CPU time; a call costs a few microseconds per thread.
 
 import ctypes
 import ctypes.util
+import math
 import os
 import threading
 
@@ -135,11 +136,55 @@ def barrier_wait(memory):
 
 
 def usable_cores():
-    """The cores this process may run on."""
+    """The cores this process may run on: its CPU affinity, lowered to a cgroup's CPU quota when it
+    has one (a container given 2 CPUs' time on a 64-core node has an affinity of 64)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on every platform
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    quota = cgroup_cpu_quota()
+    return max(1, min(cores, math.ceil(quota))) if quota else cores
+
+
+def cgroup_cpu_quota(proc_cgroup="/proc/self/cgroup", root="/sys/fs/cgroup"):
+    """The CPUs' worth of time a cgroup quota allows this process (cgroup v2 ``cpu.max`` of its
+    group and every group above it; v1 ``cpu.cfs_quota_us / cpu.cfs_period_us``), or None when
+    there is no quota or no cgroup file to read."""
+    try:
+        with open(proc_cgroup) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    limits = []
+    for line in lines:
+        if line.count(":") < 2:
+            continue
+        _, controllers, path = line.split(":", 2)
+        rel = path.strip("/")
+        if controllers == "":  # v2: the group and its ancestors
+            parts = rel.split("/") if rel else []
+            for depth in range(len(parts), -1, -1):
+                fields = _read_fields(os.path.join(root, *parts[:depth], "cpu.max"))
+                if len(fields) == 2 and fields[0] != "max" and float(fields[1]) > 0:
+                    limits.append(float(fields[0]) / float(fields[1]))
+        elif "cpu" in controllers.split(","):  # v1: the cpu controller's mount
+            for mount in (controllers, "cpu", "cpu,cpuacct"):
+                base = os.path.join(root, mount, rel)
+                quota = _read_fields(os.path.join(base, "cpu.cfs_quota_us"))
+                period = _read_fields(os.path.join(base, "cpu.cfs_period_us"))
+                if quota and period:
+                    if float(quota[0]) > 0 and float(period[0]) > 0:
+                        limits.append(float(quota[0]) / float(period[0]))
+                    break
+    return min(limits) if limits else None
+
+
+def _read_fields(path):
+    try:
+        with open(path) as f:
+            return f.read().split()
+    except (OSError, ValueError):
+        return []
 
 
 class RoundPool:
