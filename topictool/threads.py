@@ -195,13 +195,15 @@ class RoundPool:
         self.threads = int(threads)
         self.memory = _sync_memory(2 * _SYNC_BYTES)
         self.state = np.zeros(16, dtype=np.int64)  # 128 bytes: a cache line of its own
+        # once, not at every open(): usable_cores reads the cgroup's files
+        self.cores = min(self.threads, usable_cores())
 
     def open(self, rounds):
         """Ready for a schedule of ``rounds`` rounds run by all the threads (call with none inside)."""
         self.state[:] = 0
         self.state[_ROUNDS] = rounds
         self.state[_AWAKE] = self.threads
-        self.state[_CORES] = min(self.threads, usable_cores())
+        self.state[_CORES] = self.cores
         self.state[_THREADS] = self.threads
 
 

@@ -857,6 +857,7 @@ class HdpPcsvb0(CollapsedHdpModel):
         n_docs = _non_empty(self._lengths[1])
         key = self._pass_key()
         draws = [_draw_space(self._sample_tables, K) for _ in range(T)]
+        merges = -(-self.D // o["minibatch"])  # a pass's minibatches (merge_ranges)
         for lo in range(0, self.D, o["minibatch"]):
             hi = min(lo + o["minibatch"], self.D)
             cuts = lo + self._cuts(order[lo:hi])
@@ -879,7 +880,6 @@ class HdpPcsvb0(CollapsedHdpModel):
             # (B3) with the minibatch's statistics, summed in thread order
             rho = kern.step_size(s_c, tau_c, kappa, self.t_c)
             self.scale = kern.decay_scaled(self.nkw, self.nk, self.scale, rho)
-            merges = -(-self.D // o["minibatch"])
             self._merge(self.nkw, self.nk, self._tables, np.full(T, rho * N / tokens / self.scale), merges)
             self.t_c += 1
             E_mean, tables, psi_total = E[0].copy(), float(out[0, 2]), float(out[0, 3])
