@@ -1,7 +1,7 @@
 """threads.RoundPool: every part of every round is taken exactly once, and a round's parts are all
-finished before any part of the next round is taken, with more threads than cores (the pool keeps
-some asleep) or not (it wakes them all). threads.Barrier: no thread leaves a wait before every
-thread has arrived, whether the waiting threads check for a while first (no more threads than
+finished before any part of the next round is taken, by min(threads, cores) threads, whether they
+check for the next round for a while or sleep at once. threads.Barrier: no thread leaves a wait
+before every thread has arrived, whether the waiting threads check for a while first (no more threads than
 cores) or sleep at once."""
 
 import numba
@@ -30,23 +30,37 @@ def _take_parts(memory, state, parts, taken, seen_closed, closed, busy):
 
 
 @pytest.mark.skipif(not POOLS, reason="this C library has no POSIX mutexes and conditions")
+@pytest.mark.parametrize("checks", [0, threads.POOL_CHECKS])
 @pytest.mark.parametrize("cores", [1, 2, 64])
 @pytest.mark.parametrize("T", [1, 3, 8])
-def test_round_pool_hands_out_every_part_once_round_after_round(monkeypatch, T, cores):
+def test_round_pool_hands_out_every_part_once_round_after_round(monkeypatch, T, cores, checks):
     monkeypatch.setattr(threads, "usable_cores", lambda: cores)
     rounds, parts = 40, 5
     pool = RoundPool(T)
+    assert pool.runners == min(T, cores)
     workers = Workers(T)
     for _ in range(2):  # the pool is reused sweep after sweep
         taken = np.zeros((rounds, parts), np.int64)
         seen_closed = np.zeros((rounds, parts), np.int64)
         closed = np.zeros(rounds, np.int64)
         pool.open(rounds)
+        pool.state[threads._POOL_CHECKS] = checks
         arrays = (taken, seen_closed, closed)
-        workers.run(lambda t, arrays=arrays: _take_parts(pool.memory, pool.state, parts, *arrays, 2000))
+        workers.run(lambda t, arrays=arrays: _take_parts(pool.memory, pool.state, parts, *arrays, 2000), pool.runners)
         assert (taken == 1).all()
         assert (seen_closed == 1).all()
         assert (closed == 1).all()
+    workers.close()
+
+
+def test_workers_run_the_first_parts_threads_only():
+    workers = Workers(4)
+    for parts in (1, 2, 4):
+        seen = []
+        workers.run(seen.append, parts)
+        assert sorted(seen) == list(range(parts))
+    with pytest.raises(ValueError, match="parts must be in 1..4"):
+        workers.run(seen.append, 5)
     workers.close()
 
 

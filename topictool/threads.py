@@ -44,25 +44,27 @@ _libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
 # thread takes the next untaken part of the current round; the thread that finishes a round's last
 # part closes the round (the callers' reconciliation: every other thread is then waiting) and
 # opens the next. A part's result depends on the part, never on the thread that runs it, so the
-# model is the same whichever thread runs what. What it saves over a barrier per round is the
-# waking: a barrier wakes every thread every round, T^2 context switches a sweep (at 64 threads on
-# two cores a quarter of one thread's sweep), where the pool keeps only as many threads awake as
-# there are cores: a sleeper is woken when a part is left and fewer than that many are awake (all
-# of them at once when there are no more threads than cores, as the barrier would). The counters
-# are read and written under a POSIX mutex only; a sleeper is signalled after the mutex is
-# released, so that it does not wake to find the mutex still held.
+# model is the same whichever thread runs what, and so the parts need no more threads than the
+# cores can run at once: with T > cores, ``RoundPool.runners`` = cores threads take the T lanes'
+# cells (``Workers.run(fn, pool.runners)``). The other T - cores threads could only sleep: a
+# barrier per round woke all T threads every round (T^2 context switches a sweep, at 64 threads on
+# two cores a quarter of one thread's sweep), and starting 64 threads into a kernel where 62 of
+# them slept still cost 8 % of one thread's sweep. A thread that finds a round's parts all taken
+# checks for the next round for a while (``POOL_CHECKS``) before it sleeps on the condition. The
+# counters are written under a POSIX mutex only; sleepers are woken after it is released, so that
+# they do not wake to find it still held.
 mutex_lock = types.ExternalFunction("pthread_mutex_lock", types.int32(types.intp))
 mutex_unlock = types.ExternalFunction("pthread_mutex_unlock", types.int32(types.intp))
 cond_wait = types.ExternalFunction("pthread_cond_wait", types.int32(types.intp, types.intp))
-cond_signal = types.ExternalFunction("pthread_cond_signal", types.int32(types.intp))
 cond_broadcast = types.ExternalFunction("pthread_cond_broadcast", types.int32(types.intp))
+thread_self = types.ExternalFunction("pthread_self", types.uintp())
 POOLS = all(
     hasattr(_libc, f"pthread_{name}")
-    for name in ("mutex_init", "mutex_lock", "mutex_unlock", "cond_init", "cond_wait", "cond_signal", "cond_broadcast")
+    for name in ("mutex_init", "mutex_lock", "mutex_unlock", "cond_init", "cond_wait", "cond_broadcast")
 )
 # more than sizeof(pthread_mutex_t) and sizeof(pthread_cond_t): 40 and 48 on glibc, 64 and 48 on macOS
 _SYNC_BYTES = 128
-_ROUND, _TAKEN, _FINISHED, _ROUNDS, _AWAKE, _CORES, _THREADS = range(7)  # RoundPool.state
+_ROUND, _TAKEN, _FINISHED, _ROUNDS, _POOL_CHECKS = range(5)  # RoundPool.state
 
 
 BARRIERS = POOLS  # barrier_wait is built on the same mutex and condition
@@ -94,6 +96,7 @@ def _sync_memory(nbytes):
 _BARRIER_BYTES = 3 * 128  # mutex, condition, then the state (int64: arrived, generation, threads, checks)
 _ARRIVED, _GENERATION, _PARTIES, _CHECKS = range(4)
 SPIN_CHECKS = 20_000  # at about 20-40 ns a check, at most about half a millisecond
+POOL_CHECKS = 50_000  # take_part's checks, a few nanoseconds each (no mutex)
 
 
 class Barrier:
@@ -188,23 +191,23 @@ def _read_fields(path):
 
 
 class RoundPool:
-    """The mutex, condition and counters of ``take_part`` / ``finish_part`` / ``next_round`` for
-    ``threads`` threads: ``memory`` (mutex, then condition) and ``state`` are what the kernels take."""
+    """The mutex, condition and counters of ``take_part`` / ``finish_part`` / ``next_round`` for a
+    schedule whose parts are taken by ``runners`` threads: min(threads, usable cores), the threads
+    that call the kernel (``Workers.run(fn, pool.runners)``). ``memory`` (mutex, then condition) and
+    ``state`` are what the kernels take."""
 
     def __init__(self, threads):
         self.threads = int(threads)
         self.memory = _sync_memory(2 * _SYNC_BYTES)
         self.state = np.zeros(16, dtype=np.int64)  # 128 bytes: a cache line of its own
         # once, not at every open(): usable_cores reads the cgroup's files
-        self.cores = min(self.threads, usable_cores())
+        self.runners = min(self.threads, usable_cores())
 
     def open(self, rounds):
-        """Ready for a schedule of ``rounds`` rounds run by all the threads (call with none inside)."""
+        """Ready for a schedule of ``rounds`` rounds (call with no thread inside)."""
         self.state[:] = 0
         self.state[_ROUNDS] = rounds
-        self.state[_AWAKE] = self.threads
-        self.state[_CORES] = self.cores
-        self.state[_THREADS] = self.threads
+        self.state[_POOL_CHECKS] = POOL_CHECKS
 
 
 @numba.njit(cache=True, nogil=True)
@@ -214,25 +217,29 @@ def take_part(memory, state, parts):
     mutex = memory.ctypes.data
     cond = mutex + _SYNC_BYTES
     mutex_lock(mutex)
-    # Sleep while no part is left, or while more threads are awake than there are cores (those
-    # awake take the parts; the last thread of a round is always awake, so the schedule goes on)
-    while state[_ROUND] < state[_ROUNDS] and (state[_TAKEN] == parts or state[_AWAKE] > state[_CORES]):
-        state[_AWAKE] -= 1  # the one who wakes a sleeper counts it awake again
+    r0 = state[_ROUND]
+    if r0 < state[_ROUNDS] and state[_TAKEN] == parts:
+        # The round's last parts are being run: check for the next round for a while first (a
+        # part is short: about 10 microseconds at 64 lanes on the movie reviews; sleeping and
+        # being woken cost a VM more CPU time than that)
+        mutex_unlock(mutex)
+        for _ in range(state[_POOL_CHECKS]):
+            # without the mutex, which the round's last thread needs: an opaque call makes the
+            # compiler read the counter again every time (and on x86 a load sees the last store)
+            thread_self()
+            if state[_ROUND] != r0:
+                break
+        mutex_lock(mutex)
+    while state[_ROUND] < state[_ROUNDS] and state[_TAKEN] == parts:
         cond_wait(cond, mutex)
     r = state[_ROUND]
     p = -1
-    wake = False
     if r < state[_ROUNDS]:
         p = state[_TAKEN]
         state[_TAKEN] = p + 1
-        wake = p + 1 < parts and state[_AWAKE] < state[_CORES]  # parts left, a core idle
-        if wake:
-            state[_AWAKE] += 1
     else:
         r = -1
     mutex_unlock(mutex)
-    if wake:
-        cond_signal(cond)
     return r, p
 
 
@@ -250,26 +257,15 @@ def finish_part(memory, state, parts):
 
 @numba.njit(cache=True, nogil=True)
 def next_round(memory, state):
-    """Opens the next round (or ends the schedule) and wakes sleepers: every one when all the
-    threads fit on the cores or the schedule is over, else one if a core is idle (the caller
-    takes a part itself; the taker of a part wakes the next while parts are left)."""
+    """Opens the next round (or ends the schedule) and wakes the threads that sleep."""
     mutex = memory.ctypes.data
     cond = mutex + _SYNC_BYTES
     mutex_lock(mutex)
     state[_ROUND] += 1
     state[_TAKEN] = 0
     state[_FINISHED] = 0
-    everyone = state[_ROUND] >= state[_ROUNDS] or state[_CORES] >= state[_THREADS]
-    one = not everyone and state[_AWAKE] < state[_CORES]
-    if everyone:
-        state[_AWAKE] = state[_THREADS]
-    elif one:
-        state[_AWAKE] += 1
     mutex_unlock(mutex)
-    if everyone:
-        cond_broadcast(cond)
-    elif one:
-        cond_signal(cond)
+    cond_broadcast(cond)
 
 
 def padded(T, n, dtype, full=False):
@@ -346,21 +342,26 @@ class Workers:
                 self._errors[t] = e
             done.release()
 
-    def run(self, fn):
-        """fn(t) for t in range(T), concurrently; re-raises the first part's exception."""
-        if self.threads == 1:
+    def run(self, fn, parts=None):
+        """fn(t) for t in range(parts) (default: T), concurrently, on the first ``parts`` threads;
+        re-raises the first part's exception."""
+        parts = self.threads if parts is None else parts
+        if not 1 <= parts <= self.threads:
+            raise ValueError(f"parts must be in 1..{self.threads}, got {parts}")
+        if parts == 1:
             fn(0)
             return
         if not self._pool:
             self._start()
         self._fn = fn
-        for _, start, _ in self._pool:
+        helpers = self._pool[: parts - 1]
+        for _, start, _ in helpers:
             start.release()
         try:
             fn(0)
         except BaseException as e:
             self._errors[0] = e
-        for _, _, done in self._pool:
+        for _, _, done in helpers:
             done.acquire()
         self._fn = None
         errors = [e for e in self._errors if e is not None]

@@ -39,9 +39,10 @@ copy of the totals and its own random stream), and the threads take them from a 
 (threads.RoundPool) inside the kernel, so that a sweep is one Workers.run (where the C library
 lacks POSIX mutexes, one Workers.run per round, thread t running lane t); the thread that finishes
 a round's last cell reconciles the totals and opens the next round. Which thread runs a lane never
-changes a bit, so the same (seed, threads) gives the same model. With more threads than cores the
-pool keeps only as many awake as there are cores: a barrier per round would wake all T threads
-T times a sweep (at 64 threads on two cores, 4,000 context switches a sweep).
+changes a bit, so the same (seed, threads) gives the same model. With more threads than cores
+only as many threads as there are cores take the T lanes' cells (RoundPool.runners): a barrier per
+round would wake all T threads T times a sweep (at 64 threads on two cores, 4,000 context switches
+a sweep), and threads that only sleep still cost their start and end every sweep.
 
 Sampler (``sampler=auto``, the default): training starts with a dense sampler (kernels.py,
 "The dense start") while the words still have most of the K topics, and switches to SparseLDA
@@ -485,7 +486,7 @@ class LdaGibbs(Model):
                     self.TB,
                 )
 
-            self.workers.run(thread)
+            self.workers.run(thread, self._pool.runners)  # min(T, cores) threads take the T lanes' cells
             self.n_k_local[:] = self.n_k
         else:
             for c in range(self.chunk_ptr.shape[1] - 1):
