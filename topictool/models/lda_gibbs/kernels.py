@@ -601,36 +601,59 @@ def row_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1
     K = n_k.shape[0]
     _row_cell_in(
         token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, first, rows, cursor, TB,
-        np.empty((3, K)), np.empty(0, np.int32), np.empty((1, 4), np.uint64),
+        np.empty((3, K)), np.empty(0, np.int32), np.empty((1, 4), np.uint64), np.empty(0),
     )  # fmt: skip
 
 
 @no_nrt
 def _row_cell_in(
     token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, first, rows, cursor, TB, scratch,
-    no_list, gen,
+    no_list, gen, smooth,
 ):  # fmt: skip
     """row_cell in the caller's scratch (inv, coef, qs), empty list and stream row: a thread of the
     partitioned sweep makes them once a sweep, not once a cell (three allocations a cell were
-    12,000 a sweep at 64 threads)."""
+    12,000 a sweep at 64 threads). smooth: the round's inv_k and s (round_smoothing of n_k), or
+    an empty array to compute them here."""
     for j in range(4):
         gen[0, j] = rng[row, j]
     _row_visits(
         token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, w0, w1, first, rows, cursor, TB, scratch, no_list,
-        gen,
+        gen, smooth,
     )  # fmt: skip
     for j in range(4):
         rng[row, j] = gen[0, j]
 
 
+@numba.njit(cache=True, nogil=True)
+def round_smoothing(n_k, alpha, beta, wbeta, smooth):
+    """smooth[:K] = inv_k and smooth[K] = s of _smoothing, for every cell of a round: all the
+    lanes' copies of the totals start a round equal to n_k, so the cells need not each compute
+    them (K divisions a cell: 4,096 cells a sweep at 64 lanes). The same operations in the same
+    order, so the same bits."""
+    K = n_k.shape[0]
+    inv = smooth[:K]
+    s = 0.0
+    for k in range(K):
+        inv[k] = 1.0 / (wbeta + n_k[k])
+        s += alpha[k] * beta * inv[k]
+    smooth[K] = s
+
+
 @no_nrt
 def _row_visits(
     token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, w0, w1, first, rows, cursor, TB, scratch, no_list, gen,
+    smooth,
 ):  # fmt: skip
-    """row_cell's documents, given its scratch."""
+    """row_cell's documents, given its scratch. (c_k needs no start: every visit sets all K.)"""
     wbeta = (tw_ptr.shape[0] - 1) * beta
     inv, coef, qs = scratch[0], scratch[1], scratch[2]
-    s = _smoothing(n_k, alpha, beta, wbeta, inv, coef)
+    K = n_k.shape[0]
+    if smooth.shape[0] > 0:
+        for k in range(K):
+            inv[k] = smooth[k]
+        s = smooth[K]
+    else:
+        s = _smoothing(n_k, alpha, beta, wbeta, inv, coef)
     for d in range(d0, d1):
         a = token_ptr[d]
         b = token_ptr[d + 1]
@@ -680,13 +703,15 @@ def round_flags(r, lanes, chunks, cached):
 @numba.njit(cache=True, nogil=True)
 def sweep_partitioned_thread(
     token_ptr, words, z, tw_ptr, tw, n_wk, totals, n_k, alpha, beta, rng, chunk_ptr, word_ptr, cache, rows,
-    cursor, cached, memory, state, TB,
+    cursor, cached, memory, state, TB, smooth,
 ):  # fmt: skip
     """Cells of every chunk and round, as the pool hands them out, until the sweep is over; n_k and
     every lane's copy (each equal to n_k at the start) end as the reconciled totals. With a dense
     table n_wk (W x KP; an empty one for the sparse sampler) the cells are dense_cell's; with the
     documents' dense rows (an empty array for the caches) the sparse cells are row_cell's. cached:
-    the caches hold the documents' counts from the last sweep (round_flags)."""
+    the caches hold the documents' counts from the last sweep (round_flags). smooth: for row cells,
+    round_smoothing of n_k (made by the caller for the first round, then at every round's close),
+    else empty."""
     T = chunk_ptr.shape[0]
     S = chunk_ptr.shape[1] - 1
     K = n_k.shape[0]
@@ -709,7 +734,7 @@ def sweep_partitioned_thread(
         elif rows.shape[0] > 0:
             _row_cell_in(
                 token_ptr, words, z, tw_ptr, tw, own, alpha, beta, rng, t, d0, d1, w0, w1, first, rows, cursor[t], TB,
-                scratch, no_list, gen,
+                scratch, no_list, gen, smooth,
             )  # fmt: skip
         else:
             sample_cell(
@@ -718,6 +743,8 @@ def sweep_partitioned_thread(
             )  # fmt: skip
         if finish_part(memory, state, T):  # once a round, by one thread
             reconcile_totals(n_k, copies)
+            if smooth.shape[0] > 0:
+                round_smoothing(n_k, alpha, beta, (tw_ptr.shape[0] - 1) * beta, smooth)
             next_round(memory, state)
 
 

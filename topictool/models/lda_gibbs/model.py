@@ -117,6 +117,7 @@ HYPER_FLOOR = 1e-12
 SCHEDULES = ("partition", "copy-merge")
 SAMPLERS = ("auto", "sparse")
 NO_TABLE = np.zeros((0, 0), dtype=np.int32)  # the partitioned kernel's "no dense table"
+NO_SMOOTHING = np.zeros(0)  # nor a round's smoothing (kernels.round_smoothing)
 NO_ROWS = np.zeros((0, 0), dtype=np.int16)  # its "no dense rows of n_dk" (the caches instead)
 # the dense start (module docstring, "Sampler")
 DENSE_SWEEPS = 100  # never after this many sweeps
@@ -460,6 +461,10 @@ class LdaGibbs(Model):
                 self._pool = RoundPool(T)
                 self._totals = padded(T, self.K, np.int32, full=True)  # rows apart: written at every token
             self._totals[:, : self.K] = self.n_k
+            # the row cells' inv_k and s for a round, made once a round instead of once a cell
+            smooth = np.empty(self.K + 1) if self.by_rows and not n_wk.shape[1] else NO_SMOOTHING
+            if smooth.shape[0]:
+                kern.round_smoothing(self.n_k, self.alpha, self.beta, (self.tw_ptr.shape[0] - 1) * self.beta, smooth)
             self._pool.open(T * (self.chunk_ptr.shape[1] - 1))  # T rounds a chunk
 
             def thread(t):
@@ -484,6 +489,7 @@ class LdaGibbs(Model):
                     self._pool.memory,
                     self._pool.state,
                     self.TB,
+                    smooth,
                 )
 
             self.workers.run(thread, self._pool.runners)  # min(T, cores) threads take the T lanes' cells
