@@ -657,6 +657,13 @@ def _row_visits(
     for d in range(d0, d1):
         a = token_ptr[d]
         b = token_ptr[d + 1]
+        if d + 1 < d1:  # the next document's row and run, read soon; on a large corpus the rows
+            nxt = rows[d + 1]  # (D x K) are far beyond the caches, and its run is a jump ahead
+            for k in range(0, K, 32):  # 64-byte lines of int16
+                prefetch(nxt, k)
+            if not first:
+                prefetch(words, b + cursor[d - d0 + 1])
+                prefetch(z, b + cursor[d - d0 + 1])
         i0, i1 = _cell_tokens(words, a, b, w0, w1, first, cursor, d - d0)
         if i0 == i1:  # no token of the document in this word block
             continue
