@@ -335,8 +335,9 @@ def test_partition_pool_kernel_equals_round_by_round(small_corpus, monkeypatch, 
     """The sweep whose threads take cells from the round pool inside the kernel (one call per
     thread per sweep) and the sweep driven round by round from Python are the same schedule: the
     same model, bit for bit (with the documents' dense rows; with caches, in one chunk the caches
-    outlive the sweeps, in several they serve one chunk's rounds), whether the pool keeps fewer
-    threads awake than there are (one core) or wakes them all every round."""
+    outlive the sweeps, in several they serve one chunk's rounds; the rows' cells take the round's
+    smoothing from the thread that closed the round, the cells driven from Python make their own),
+    whether one thread takes every lane's cells (one core) or all the threads do."""
     from topictool import threads as threads_module
     from topictool.models.lda_gibbs import model as lda_model
 
