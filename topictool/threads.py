@@ -9,8 +9,10 @@ call. Part t always runs on the same thread (part 0 on the caller's), the parts 
 disjoint data and each draws from its own random stream, so the result depends on T but
 never on the order in which the operating system runs the threads.
 
-The threads wait on locks (no spinning), so with more threads than cores the waiting costs
-no CPU time; a call costs a few microseconds per thread.
+Between calls the threads wait on locks, so with more threads than cores the waiting costs no
+CPU time; a call costs a few microseconds per thread. Inside a kernel (Barrier, RoundPool, below)
+a thread that the cores can run checks for a while before it sleeps, since a sleeping virtual CPU
+takes tens of microseconds to wake.
 """
 
 import ctypes
