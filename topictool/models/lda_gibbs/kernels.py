@@ -399,13 +399,21 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _smoothing(n_k, alpha, beta, wbeta, inv, coef):
-    """inv_k = 1 / (beta W + n_k), c_k = alpha_k inv_k (no document), and returns s."""
+def _inverse_totals(n_k, alpha, beta, wbeta, inv):
+    """inv_k = 1 / (beta W + n_k), and returns the smoothing mass s = sum_k alpha_k beta inv_k."""
     s = 0.0
     for k in range(n_k.shape[0]):
         inv[k] = 1.0 / (wbeta + n_k[k])
-        coef[k] = alpha[k] * inv[k]
         s += alpha[k] * beta * inv[k]
+    return s
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _smoothing(n_k, alpha, beta, wbeta, inv, coef):
+    """inv_k = 1 / (beta W + n_k), c_k = alpha_k inv_k (no document), and returns s."""
+    s = _inverse_totals(n_k, alpha, beta, wbeta, inv)
+    for k in range(n_k.shape[0]):
+        coef[k] = alpha[k] * inv[k]
     return s
 
 
@@ -628,15 +636,9 @@ def _row_cell_in(
 def round_smoothing(n_k, alpha, beta, wbeta, smooth):
     """smooth[:K] = inv_k and smooth[K] = s of _smoothing, for every cell of a round: all the
     lanes' copies of the totals start a round equal to n_k, so the cells need not each compute
-    them (K divisions a cell: 4,096 cells a sweep at 64 lanes). The same operations in the same
-    order, so the same bits."""
+    them (K divisions a cell: 4,096 cells a sweep at 64 lanes). The same code, so the same bits."""
     K = n_k.shape[0]
-    inv = smooth[:K]
-    s = 0.0
-    for k in range(K):
-        inv[k] = 1.0 / (wbeta + n_k[k])
-        s += alpha[k] * beta * inv[k]
-    smooth[K] = s
+    smooth[K] = _inverse_totals(n_k, alpha, beta, wbeta, smooth[:K])
 
 
 @no_nrt
@@ -662,8 +664,9 @@ def _row_visits(
             for k in range(0, K, 32):  # 64-byte lines of int16
                 prefetch(nxt, k)
             if not first:
-                prefetch(words, b + cursor[d - d0 + 1])
-                prefetch(z, b + cursor[d - d0 + 1])
+                run = b + cursor[d - d0 + 1]
+                prefetch(words, run)
+                prefetch(z, run)
         i0, i1 = _cell_tokens(words, a, b, w0, w1, first, cursor, d - d0)
         if i0 == i1:  # no token of the document in this word block
             continue
