@@ -25,6 +25,8 @@ import numba
 import numpy as np
 from numba.core import types
 
+from . import kernels  # noqa: F401  (before any kernel: the cache key, kernels/__init__.py)
+
 __all__ = [
     "BARRIERS",
     "POOLS",

@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from .. import kernels  # noqa: F401  (before any kernel: the cache key, kernels/__init__.py)
 from ..errors import InputError
 from .count import distinct_words, first_window, word_enters, word_leaves
 

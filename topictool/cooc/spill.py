@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from .. import store
+from .. import kernels, store  # noqa: F401  (kernels before any kernel: the cache key)
 from ..errors import InputError
 
 # ----------------------------------------------------------------------------

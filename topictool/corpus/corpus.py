@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from .. import kernels  # noqa: F401  (before any kernel: the cache key, kernels/__init__.py)
 from ..errors import InputError
 
 

@@ -34,6 +34,7 @@ a_psi from sum_{d,k} log (b_k|a)_{S_dk} + sum_{d,w,k} log S^{n_wk}_{s_wk,a} (hyp
 import numba
 import numpy as np
 
+from ... import kernels  # noqa: F401  (before any kernel: the cache key, kernels/__init__.py)
 from .pyp import indicator_weights
 
 

@@ -23,6 +23,8 @@ max_i |x_i - clip(x_i - dF/dx_i)| is at most ``gtol``, when a step reduces F by 
 import numba
 import numpy as np
 
+from ... import kernels  # noqa: F401  (before any kernel: the cache key, kernels/__init__.py)
+
 
 @numba.njit(cache=True, nogil=True)
 def _dot(a, b):
