@@ -292,7 +292,9 @@ def _ranks_of(launcher_pid):
         pid = todo.pop()
         for c in children.get(pid, []):
             try:
-                rank = b"topictool" in Path(f"/proc/{c}/cmdline").read_bytes()
+                # "python -m topictool ...": matching "topictool" alone would also take the launcher's
+                # proxy when the checkout's path holds the word (.../topictool/.venv/bin/hydra_pmi_proxy)
+                rank = b"\0-m\0topictool\0" in Path(f"/proc/{c}/cmdline").read_bytes()
             except OSError:
                 continue
             if rank:
