@@ -26,7 +26,10 @@ def package_stamp():
     """A digest of the sources of every topictool module that uses numba (read once a process)."""
     digest = hashlib.sha256()
     for path in sorted(_ROOT.rglob("*.py")):
-        source = path.read_bytes()
+        try:
+            source = path.read_bytes()
+        except OSError:  # not a module Python could import either (a dangling link, say)
+            continue
         if b"numba" in source:
             digest.update(str(path.relative_to(_ROOT)).encode() + b"\0" + hashlib.sha256(source).digest())
     return digest.hexdigest()
