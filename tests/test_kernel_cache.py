@@ -16,12 +16,11 @@ ROOT = Path(topictool.__file__).resolve().parent
 
 
 def numba_modules():
-    """Every topictool module whose source mentions numba (package_stamp's files), as a name."""
+    """Every topictool module of package_stamp's, as a name."""
     names = []
-    for path in sorted(ROOT.rglob("*.py")):
-        if b"numba" in path.read_bytes():
-            parts = path.relative_to(ROOT.parent).with_suffix("").parts
-            names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    for path, _ in kernels.numba_sources():
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return names
 
 

@@ -21,17 +21,23 @@ import numba.core.caching as _caching
 _ROOT = Path(__file__).resolve().parents[1]
 
 
-@functools.cache
-def package_stamp():
-    """A digest of the sources of every topictool module that uses numba (read once a process)."""
-    digest = hashlib.sha256()
+def numba_sources():
+    """(path, source bytes) of every topictool module that uses numba, in path order."""
     for path in sorted(_ROOT.rglob("*.py")):
         try:
             source = path.read_bytes()
         except OSError:  # not a module Python could import either (a dangling link, say)
             continue
         if b"numba" in source:
-            digest.update(str(path.relative_to(_ROOT)).encode() + b"\0" + hashlib.sha256(source).digest())
+            yield path, source
+
+
+@functools.cache
+def package_stamp():
+    """A digest of the sources of every topictool module that uses numba (read once a process)."""
+    digest = hashlib.sha256()
+    for path, source in numba_sources():
+        digest.update(str(path.relative_to(_ROOT)).encode() + b"\0" + hashlib.sha256(source).digest())
     return digest.hexdigest()
 
 
