@@ -5,21 +5,17 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-import topictool
 from topictool import kernels
-
-ROOT = Path(topictool.__file__).resolve().parent
 
 
 def numba_modules():
     """Every topictool module of package_stamp's, as a name."""
     names = []
     for path, _ in kernels.numba_sources():
-        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        parts = path.relative_to(kernels._ROOT.parent).with_suffix("").parts
         names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return names
 

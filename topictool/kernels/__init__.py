@@ -53,6 +53,8 @@ def _package_keyed(base):
     """numba's locator ``base``, for topictool's files only, with the package's stamp added."""
 
     class Locator(base):
+        _topictool = True  # (registered once: _register)
+
         @classmethod
         def from_function(cls, py_func, py_file):
             return super().from_function(py_func, py_file) if _in_package(py_file) else None
@@ -73,9 +75,7 @@ def _register():
     for name in ("UserProvidedCacheLocator", "InTreeCacheLocator", "UserWideCacheLocator"):
         base = getattr(_caching, name, None)
         if base in classes:
-            locator = _package_keyed(base)
-            locator._topictool = True
-            classes.insert(classes.index(base), locator)
+            classes.insert(classes.index(base), _package_keyed(base))
 
 
 _register()
