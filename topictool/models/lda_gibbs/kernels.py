@@ -93,7 +93,6 @@ from ...kernels.jit import no_nrt, no_nrt_fastmath, no_nrt_inline  # the documen
 from ...kernels.partition import first_at_least as _first_at_least
 from ...kernels.prefetch import prefetch
 from ...kernels.rng import uniform
-from ...kernels.sums import sum8
 from ...threads import finish_part, next_round, take_part
 
 RUN_SCAN = 32  # _run_end: tokens scanned in order before bisecting
@@ -252,29 +251,82 @@ def _count_document(z, a, b, ndk, nz):
     return nnz
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _prefetch_slots(tw_ptr, tw, w):
+    """Start loading word w's slots: the lists of a large vocabulary are beyond the caches, and the
+    branchy sampling loop keeps the CPU from running ahead to them."""
+    nb = tw_ptr[w]
+    ne = tw_ptr[w + 1]
+    while nb < ne:
+        prefetch(tw, nb)
+        nb += 16
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _q_slot(qs, used, u):
+    """The q bucket's slot for u < qs[used - 1]: the first whose running sum exceeds u (a slot of no
+    mass is never chosen: its running sum equals the one before). Once topics have formed it is
+    among the first few (largest counts first); while a word still has many topics, bisection
+    saves a long walk."""
+    if used <= 16:
+        j = 0
+        while j < used - 1 and qs[j] <= u:
+            j += 1
+        return j
+    lo = 0
+    hi = used - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if qs[mid] <= u:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _s_topic(u, alpha, beta, inv):
+    """The s bucket's topic for u < s: all topics, in order."""
+    K = inv.shape[0]
+    k = 0
+    while k < K - 1:
+        u -= alpha[k] * beta * inv[k]
+        if u < 0.0:
+            break
+        k += 1
+    return k
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _move_token(tw, base, cap, jt, j, k, mask, one):
+    """A token of the word whose slots start at base leaves its old topic (slot jt) for topic k,
+    in slot j if the q bucket drew it, else -1. n_tw -= 1 for the old topic: its slot moves down
+    (or leaves, at zero), and the slots it passes move up by one, the new topic's perhaps among
+    them; then n_kw += 1."""
+    _slot_decrement_at(tw, base, cap, jt, one)
+    if j > jt and (tw[base + j] == 0 or (tw[base + j] & mask) != k):
+        j -= 1
+    if j < 0:
+        _slot_increment(tw, base, cap, k, mask, one)
+    else:
+        _slot_increment_at(tw, base, j, tw[base + j] + one)
+
+
 # Eq. (1) by the s/r/q buckets of the module docstring for tokens a..b-1 of one document.
 # Inlined into the no_nrt document loops (kernels/jit.py): a call instead passes its 15 arrays field
 # by field at every visit (0.96-0.98x the CPU inlined).
 @no_nrt_inline
 def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, nz, nnz, s, r, gen, TB):
-    """Resample z[a:b], updating tw, n_k, ndk, nz, inv and coef; returns (s, r, nnz). With an
-    empty nz (a document's dense row, row_cell) no list of its topics is kept: the r bucket
-    walks all K topics instead."""
-    K = n_k.shape[0]
+    """Resample z[a:b], updating tw, n_k, ndk, nz, inv and coef; returns (s, r, nnz)."""
     mask = (1 << TB) - 1
     one = 1 << TB
-    listed = nz.shape[0] > 0
     for i in range(a, b):
         w = words[i]
         t = np.int64(z[i])
         base = tw_ptr[w]
         cap = tw_ptr[w + 1] - base
         if i + 1 < b:  # the next token's list, while this one is sampled
-            nb = tw_ptr[words[i + 1]]
-            ne = tw_ptr[words[i + 1] + 1]
-            while nb < ne:
-                prefetch(tw, nb)
-                nb += 16
+            _prefetch_slots(tw_ptr, tw, words[i + 1])
         # Take token i out of s, r, c_t and n_k. (The same updates with the opposite sign
         # put it back below: written out twice on purpose, in the tool's hottest loop,
         # rather than behind a helper that would have to return s and r.)
@@ -288,7 +340,7 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
         s += alpha[t] * beta * iv
         r += beta * ndk[t] * iv
         coef[t] = (alpha[t] + ndk[t]) * iv
-        if listed and ndk[t] == 0:
+        if ndk[t] == 0:
             j = 0
             while nz[j] != t:
                 j += 1
@@ -318,29 +370,12 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
         used = j
         u = uniform(gen, 0) * (s + r + q)
         if u < q:
-            # q bucket: the first slot whose running sum exceeds u (a slot of no mass is
-            # never chosen: its running sum equals the one before). Once topics have formed
-            # it is among the first few (largest counts first); while a word still has many
-            # topics, bisection saves a long walk.
-            if used <= 16:
-                j = 0
-                while j < used - 1 and qs[j] <= u:
-                    j += 1
-            else:
-                lo = 0
-                hi = used - 1
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if qs[mid] <= u:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                j = lo
+            j = _q_slot(qs, used, u)
             k = tw[base + j] & mask
         else:
             u -= q
             j = -1  # the new topic's slot, found below if it changed
-            if u < r and listed:
+            if u < r:
                 # r bucket: the document's topics.
                 jr = 0
                 while jr < nnz - 1:
@@ -350,35 +385,10 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
                         break
                     jr += 1
                 k = nz[jr]
-            elif u < r:
-                # r bucket, no list: the topics of the dense row, in topic order (r > 0 means
-                # one has n_dk > 0; the old topic only stands in for a rounding residue of r)
-                k = t
-                for kk in range(K):
-                    if ndk[kk] > 0:
-                        k = kk
-                        u -= beta * ndk[kk] * inv[kk]
-                        if u < 0.0:
-                            break
             else:
-                # s bucket: all topics.
-                u -= r
-                k = 0
-                while k < K - 1:
-                    u -= alpha[k] * beta * inv[k]
-                    if u < 0.0:
-                        break
-                    k += 1
+                k = _s_topic(u - r, alpha, beta, inv)
         if k != t:
-            # n_tw -= 1 for the old topic: its slot moves down (or leaves, at zero), and the
-            # slots it passes move up by one, the new topic's perhaps among them
-            _slot_decrement_at(tw, base, cap, jt, one)
-            if j > jt and (tw[base + j] == 0 or (tw[base + j] & mask) != k):
-                j -= 1
-            if j < 0:
-                _slot_increment(tw, base, cap, k, mask, one)
-            else:
-                _slot_increment_at(tw, base, j, tw[base + j] + one)
+            _move_token(tw, base, cap, jt, j, k, mask, one)
             t = k
         z[i] = t
         # Put token i back with its new topic.
@@ -392,7 +402,7 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
         s += alpha[t] * beta * iv
         r += beta * ndk[t] * iv
         coef[t] = (alpha[t] + ndk[t]) * iv
-        if listed and ndk[t] == 1:
+        if ndk[t] == 1:
             nz[nnz] = t
             nnz += 1
     return s, r, nnz
@@ -582,51 +592,116 @@ def _cell_documents(
 
 # The rows variant of the cells (model.py's docstring): where a dense row of n_dk per document
 # (int16, D x K) weighs little against the tokens, it replaces the cache, so a visit restores
-# nothing and closes nothing: c_k is computed for all K topics from the row (a loop the compiler
-# vectorises, cheaper than walking a packed list of the document's topics) and r summed over
-# it; the next visit overwrites all K of c_k. The r bucket then walks the row's topics in topic
-# order (_sample_tokens without a list). A row is a function of z alone (fill_rows), so a
-# resumed run has the rows of the straight one and the cells need no flags.
-# The products n_dk inv_k go through qs (free between tokens), so that both loops are elementwise
-# (vectorised) and r is summed by sum8, eight independent chains in a fixed order: 36 ns a visit at
-# K = 100 where four running sums over the row took 65 (a visit of a 64-lane sweep holds about 4.5
-# tokens, so this was a large part of what 64 lanes cost beyond one thread). A fastmath sum was 29
-# ns but not the same bits from run to run (kernels/sums.py).
-@numba.njit(cache=True, nogil=True, inline="always")
-def _open_row(ndk, inv, coef, qs, alpha, beta):
-    """c_k for all K topics of a document's dense row, and its r = sum_k r_k."""
-    K = inv.shape[0]
-    for k in range(K):
-        coef[k] = (alpha[k] + ndk[k]) * inv[k]
-        qs[k] = ndk[k] * inv[k]
-    return beta * sum8(qs, K)
+# nothing and closes nothing. A row is a function of z alone (fill_rows), so a resumed run has the
+# rows of the straight one and the cells need no flags.
+#
+# A visit computes nothing over the K topics either. A document is visited once per word block,
+# about 4.5 tokens a visit at 64 lanes, and computing c_k for all K topics and summing r over the
+# row cost about 37 ns a visit, a quarter of one thread's sweep at 64 lanes. So c_k is computed
+# at the slots the q walk reads, and the r bucket is drawn by rejection against a bound that needs
+# no sum. With m = n_min + beta W for a lower bound n_min of the totals (inv_k <= 1 / m), r_k =
+# beta n_dk inv_k <= beta n_dk / m, whose sum is R = beta (n_d - 1) / m. A draw over s + R + q that
+# lands in R picks topic k with probability n_dk / (n_d - 1) (a walk of the row) and keeps it with
+# probability inv_k m; a topic not kept redraws from scratch. Given a draw is kept, k has
+# probability s_k + r_k + q_k over their sum: exactly eq. (1). r holds about 1e-4 of the mass once
+# topics have formed (beta n_dk against n_dk n_kw), so the redraws cost nothing measurable.
+@no_nrt_inline
+def _sample_row_tokens(a, b, nd, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, qs, ndk, s, low, gen, TB):
+    """Resample z[a:b] of a document with nd + 1 tokens and dense row ndk, updating tw, n_k, ndk and
+    inv; low: a lower bound of min_k n_k. Returns (s, low)."""
+    mask = (1 << TB) - 1
+    one = 1 << TB
+    for i in range(a, b):
+        w = words[i]
+        t = np.int64(z[i])
+        base = tw_ptr[w]
+        cap = tw_ptr[w + 1] - base
+        if i + 1 < b:
+            _prefetch_slots(tw_ptr, tw, words[i + 1])
+        iv = inv[t]  # token i out of s, n_dk and n_k
+        s -= alpha[t] * beta * iv
+        ndk[t] -= 1
+        n_k[t] -= 1
+        low = min(low, n_k[t])
+        iv = 1.0 / (wbeta + n_k[t])
+        inv[t] = iv
+        s += alpha[t] * beta * iv
+        q = 0.0  # q as running sums over the word's slots (_sample_tokens), c_k made at each slot
+        j = 0
+        jt = 0
+        while j < cap:
+            e = tw[base + j]
+            if e == 0:
+                break
+            k = e & mask
+            n = e >> TB
+            if k == t:
+                n -= 1
+                jt = j
+            q += (alpha[k] + ndk[k]) * inv[k] * n
+            qs[j] = q
+            j += 1
+        used = j
+        m = wbeta + low
+        bound = beta * nd / m  # R
+        while True:
+            u = uniform(gen, 0) * (s + bound + q)
+            j = -1  # the new topic's slot, if the q bucket draws it
+            if u < q:
+                j = _q_slot(qs, used, u)
+                k = tw[base + j] & mask
+                break
+            u -= q
+            if u >= bound:
+                k = _s_topic(u - bound, alpha, beta, inv)
+                break
+            v = min(np.int64(u / bound * nd), nd - 1)  # the R bucket: k with probability n_dk / nd
+            k = 0
+            c = np.int64(ndk[0])
+            while c <= v:
+                k += 1
+                c += ndk[k]
+            if uniform(gen, 0) * (wbeta + n_k[k]) < m:  # kept with probability inv_k m
+                break
+        if k != t:
+            _move_token(tw, base, cap, jt, j, k, mask, one)
+            t = k
+        z[i] = t
+        iv = inv[t]  # token i back with its new topic
+        s -= alpha[t] * beta * iv
+        ndk[t] += 1
+        n_k[t] += 1
+        iv = 1.0 / (wbeta + n_k[t])
+        inv[t] = iv
+        s += alpha[t] * beta * iv
+    return s, low
 
 
 @numba.njit(cache=True, nogil=True)
 def row_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, first, rows, cursor, TB):
     """sample_cell with the documents' dense rows of n_dk (rows[d], updated in place) instead of
-    the cache: the same cell, cursors and draws of eq. (1)."""
+    the cache: the same cell and cursors, eq. (1) drawn with the R bucket's rejection."""
     K = n_k.shape[0]
     _row_cell_in(
         token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, first, rows, cursor, TB,
-        np.empty((3, K)), np.empty(0, np.int32), np.empty((1, 4), np.uint64), np.empty(0),
+        np.empty((2, K)), np.empty((1, 4), np.uint64), np.empty(0),
     )  # fmt: skip
 
 
 @no_nrt
 def _row_cell_in(
     token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, first, rows, cursor, TB, scratch,
-    no_list, gen, smooth,
+    gen, smooth,
 ):  # fmt: skip
-    """row_cell in the caller's scratch (inv, coef, qs), empty list and stream row: a thread of the
-    partitioned sweep makes them once a sweep, not once a cell (three allocations a cell were
-    12,000 a sweep at 64 threads). smooth: the round's inv_k and s (round_smoothing of n_k), or
+    """row_cell in the caller's scratch (inv, qs) and stream row: a thread of the partitioned sweep
+    makes them once a sweep, not once a cell (three allocations a cell were 12,000 a sweep at 64
+    threads). smooth: the round's inv_k and s (round_smoothing of n_k), or
     an empty array to compute them here."""
     for j in range(4):
         gen[0, j] = rng[row, j]
     _row_visits(
-        token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, w0, w1, first, rows, cursor, TB, scratch, no_list,
-        gen, smooth,
+        token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, w0, w1, first, rows, cursor, TB, scratch, gen,
+        smooth,
     )  # fmt: skip
     for j in range(4):
         rng[row, j] = gen[0, j]
@@ -643,19 +718,21 @@ def round_smoothing(n_k, alpha, beta, wbeta, smooth):
 
 @no_nrt
 def _row_visits(
-    token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, w0, w1, first, rows, cursor, TB, scratch, no_list, gen,
-    smooth,
+    token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, w0, w1, first, rows, cursor, TB, scratch, gen, smooth,
 ):  # fmt: skip
-    """row_cell's documents, given its scratch. (c_k needs no start: every visit sets all K.)"""
+    """row_cell's documents, given its scratch (inv_k and the q walk's running sums)."""
     wbeta = (tw_ptr.shape[0] - 1) * beta
-    inv, coef, qs = scratch[0], scratch[1], scratch[2]
+    inv, qs = scratch[0], scratch[1]
     K = n_k.shape[0]
     if smooth.shape[0] > 0:
         for k in range(K):
             inv[k] = smooth[k]
         s = smooth[K]
     else:
-        s = _smoothing(n_k, alpha, beta, wbeta, inv, coef)
+        s = _inverse_totals(n_k, alpha, beta, wbeta, inv)
+    low = n_k[0]  # min_k n_k, then lowered as the cell's tokens leave topics (the R bucket's bound)
+    for k in range(1, K):
+        low = min(low, n_k[k])
     for d in range(d0, d1):
         a = token_ptr[d]
         b = token_ptr[d + 1]
@@ -670,10 +747,8 @@ def _row_visits(
         i0, i1 = _cell_tokens(words, a, b, w0, w1, first, cursor, d - d0)
         if i0 == i1:  # no token of the document in this word block
             continue
-        ndk = rows[d]
-        r = _open_row(ndk, inv, coef, qs, alpha, beta)
-        s, r, _ = _sample_tokens(
-            i0, i1, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, no_list, 0, s, r, gen, TB
+        s, low = _sample_row_tokens(
+            i0, i1, b - a - 1, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, qs, rows[d], s, low, gen, TB
         )
 
 
@@ -726,7 +801,7 @@ def sweep_partitioned_thread(
     S = chunk_ptr.shape[1] - 1
     K = n_k.shape[0]
     copies = totals[:, :K]  # (totals' rows are padded)
-    scratch, no_list, gen = np.empty((3, K)), np.empty(0, np.int32), np.empty((1, 4), np.uint64)  # row cells
+    scratch, gen = np.empty((2, K)), np.empty((1, 4), np.uint64)  # row cells
     while True:
         rr, t = take_part(memory, state, T)
         if rr < 0:
@@ -744,7 +819,7 @@ def sweep_partitioned_thread(
         elif rows.shape[0] > 0:
             _row_cell_in(
                 token_ptr, words, z, tw_ptr, tw, own, alpha, beta, rng, t, d0, d1, w0, w1, first, rows, cursor[t], TB,
-                scratch, no_list, gen, smooth,
+                scratch, gen, smooth,
             )  # fmt: skip
         else:
             sample_cell(
