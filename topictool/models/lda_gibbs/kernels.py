@@ -716,6 +716,26 @@ def round_smoothing(n_k, alpha, beta, wbeta, smooth):
     smooth[K] = _inverse_totals(n_k, alpha, beta, wbeta, smooth[:K])
 
 
+# A visit's row and run are prefetched VISITS_AHEAD visits before it: on a large corpus the rows
+# (D x K) and the tokens are far beyond the caches, and a document's run is a jump from the last
+# one's, which the hardware's prefetcher does not follow. A visit of a 64-lane sweep is short (4.5
+# tokens): one visit ahead was 1.08x the CPU a sweep of four ahead on the 10M-token synthetic
+# corpus at 64 threads (two ahead: 1.077x).
+VISITS_AHEAD = 4
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _prefetch_visit(token_ptr, words, z, rows, cursor, d, j, first):
+    """Start loading document d's row and, past a chunk's first round, its run (cursor[j])."""
+    row = rows[d]
+    for k in range(0, row.shape[0], 32):  # 64-byte lines of int16
+        prefetch(row, k)
+    if not first:
+        run = token_ptr[d] + cursor[j]
+        prefetch(words, run)
+        prefetch(z, run)
+
+
 @no_nrt
 def _row_visits(
     token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, w0, w1, first, rows, cursor, TB, scratch, gen, smooth,
@@ -733,17 +753,13 @@ def _row_visits(
     low = n_k[0]  # min_k n_k, then lowered as the cell's tokens leave topics (the R bucket's bound)
     for k in range(1, K):
         low = min(low, n_k[k])
+    for d in range(d0, min(d0 + VISITS_AHEAD, d1)):
+        _prefetch_visit(token_ptr, words, z, rows, cursor, d, d - d0, first)
     for d in range(d0, d1):
         a = token_ptr[d]
         b = token_ptr[d + 1]
-        if d + 1 < d1:  # the next document's row and run, read soon; on a large corpus the rows
-            nxt = rows[d + 1]  # (D x K) are far beyond the caches, and its run is a jump ahead
-            for k in range(0, K, 32):  # 64-byte lines of int16
-                prefetch(nxt, k)
-            if not first:
-                run = b + cursor[d - d0 + 1]
-                prefetch(words, run)
-                prefetch(z, run)
+        if d + VISITS_AHEAD < d1:
+            _prefetch_visit(token_ptr, words, z, rows, cursor, d + VISITS_AHEAD, d - d0 + VISITS_AHEAD, first)
         i0, i1 = _cell_tokens(words, a, b, w0, w1, first, cursor, d - d0)
         if i0 == i1:  # no token of the document in this word block
             continue
