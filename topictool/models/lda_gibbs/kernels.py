@@ -285,6 +285,36 @@ def _q_slot(qs, used, u):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _q_sums(tw, base, cap, t, TB, coef, alpha, ndk, inv, qs, at_slots):
+    """q as running sums over the word's slots, qs[j] the sum up to slot j, with the token being
+    sampled (old topic t) taken out of its own slot's count in the sum only: the lists change only
+    when the topic does, and then one slot moves down and another up (an unchanged topic, the
+    common case once topics have formed, costs no list update at all). c_k is coef[k], or made at
+    the slot (at_slots: the row cells, which keep no coef; a constant once inlined, so each caller
+    compiles one loop). Returns (q, used slots, the old topic's slot)."""
+    mask = (1 << TB) - 1
+    q = 0.0
+    j = 0
+    jt = 0
+    while j < cap:
+        e = tw[base + j]
+        if e == 0:
+            break
+        k = e & mask
+        n = e >> TB
+        if k == t:
+            n -= 1
+            jt = j
+        if at_slots:
+            q += (alpha[k] + ndk[k]) * inv[k] * n
+        else:
+            q += coef[k] * n
+        qs[j] = q  # running sums: the search compares instead of subtracting
+        j += 1
+    return q, j, jt
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _s_topic(u, alpha, beta, inv):
     """The s bucket's topic for u < s: all topics, in order."""
     K = inv.shape[0]
@@ -348,26 +378,7 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
             while j < nnz:
                 nz[j] = nz[j + 1]
                 j += 1
-        # q as running sums over the word's slots, with token i taken out of its own slot's
-        # count in the sum only: the lists change only when the topic does, and then one
-        # slot moves down and another up (an unchanged topic, the common case once topics
-        # have formed, costs no list update at all).
-        q = 0.0
-        j = 0
-        jt = 0
-        while j < cap:
-            e = tw[base + j]
-            if e == 0:
-                break
-            k = e & mask
-            n = e >> TB
-            if k == t:
-                n -= 1
-                jt = j
-            q += coef[k] * n
-            qs[j] = q  # running sums: the search below compares instead of subtracting
-            j += 1
-        used = j
+        q, used, jt = _q_sums(tw, base, cap, t, TB, coef, alpha, ndk, inv, qs, False)
         u = uniform(gen, 0) * (s + r + q)
         if u < q:
             j = _q_slot(qs, used, u)
@@ -626,22 +637,7 @@ def _sample_row_tokens(a, b, nd, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, 
         iv = 1.0 / (wbeta + n_k[t])
         inv[t] = iv
         s += alpha[t] * beta * iv
-        q = 0.0  # q as running sums over the word's slots (_sample_tokens), c_k made at each slot
-        j = 0
-        jt = 0
-        while j < cap:
-            e = tw[base + j]
-            if e == 0:
-                break
-            k = e & mask
-            n = e >> TB
-            if k == t:
-                n -= 1
-                jt = j
-            q += (alpha[k] + ndk[k]) * inv[k] * n
-            qs[j] = q
-            j += 1
-        used = j
+        q, used, jt = _q_sums(tw, base, cap, t, TB, inv, alpha, ndk, inv, qs, True)  # c_k made at each slot
         m = wbeta + low
         bound = beta * nd / m  # R
         while True:
