@@ -14,13 +14,24 @@ the same model is reported too (the declared state's arrays compared after the r
 """
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 
-import numpy as np
-from _common import alternated
+# Both versions compile into a cache directory of this run's own. numba finds a kernel's runtime
+# environment by the kernel's qualified name, which both versions share; two versions loaded from
+# their caches in one process then collide ("NRT_adapt_ndarray_to_python: descr is NULL"), while a
+# kernel compiled in the process gets a name of its own. (numba reads this when first imported.)
+if "NUMBA_CACHE_DIR" not in os.environ:
+    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="topictool-versions-")
+    atexit.register(shutil.rmtree, os.environ["NUMBA_CACHE_DIR"], True)
+
+import numpy as np  # noqa: E402
+from _common import alternated  # noqa: E402
 
 
 def build(path, corpus_dir, name, options, threads):
