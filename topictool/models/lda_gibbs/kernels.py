@@ -93,6 +93,7 @@ from ...kernels.jit import no_nrt, no_nrt_fastmath, no_nrt_inline  # the documen
 from ...kernels.partition import first_at_least as _first_at_least
 from ...kernels.prefetch import prefetch
 from ...kernels.rng import uniform
+from ...kernels.sums import sum8
 from ...threads import finish_part, next_round, take_part
 
 RUN_SCAN = 32  # _run_end: tokens scanned in order before bisecting
@@ -347,9 +348,12 @@ def _move_token(tw, base, cap, jt, j, k, mask, one):
 # by field at every visit (0.96-0.98x the CPU inlined).
 @no_nrt_inline
 def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, nz, nnz, s, r, gen, TB):
-    """Resample z[a:b], updating tw, n_k, ndk, nz, inv and coef; returns (s, r, nnz)."""
+    """Resample z[a:b], updating tw, n_k, ndk, nz, inv and coef; returns (s, r, nnz). With an
+    empty nz (a long visit of a row cell, _row_visits) no list of the document's topics is kept:
+    the r bucket walks its dense row instead."""
     mask = (1 << TB) - 1
     one = 1 << TB
+    listed = nz.shape[0] > 0
     for i in range(a, b):
         w = words[i]
         t = np.int64(z[i])
@@ -370,7 +374,7 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
         s += alpha[t] * beta * iv
         r += beta * ndk[t] * iv
         coef[t] = (alpha[t] + ndk[t]) * iv
-        if ndk[t] == 0:
+        if listed and ndk[t] == 0:
             j = 0
             while nz[j] != t:
                 j += 1
@@ -386,7 +390,7 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
         else:
             u -= q
             j = -1  # the new topic's slot, found below if it changed
-            if u < r:
+            if u < r and listed:
                 # r bucket: the document's topics.
                 jr = 0
                 while jr < nnz - 1:
@@ -396,6 +400,16 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
                         break
                     jr += 1
                 k = nz[jr]
+            elif u < r:
+                # r bucket, no list: the topics of the dense row, in topic order (r > 0 means
+                # one has n_dk > 0; the old topic only stands in for a rounding residue of r)
+                k = t
+                for kk in range(n_k.shape[0]):
+                    if ndk[kk] > 0:
+                        k = kk
+                        u -= beta * ndk[kk] * inv[kk]
+                        if u < 0.0:
+                            break
             else:
                 k = _s_topic(u - r, alpha, beta, inv)
         if k != t:
@@ -413,7 +427,7 @@ def _sample_tokens(a, b, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coe
         s += alpha[t] * beta * iv
         r += beta * ndk[t] * iv
         coef[t] = (alpha[t] + ndk[t]) * iv
-        if ndk[t] == 1:
+        if listed and ndk[t] == 1:
             nz[nnz] = t
             nnz += 1
     return s, r, nnz
@@ -601,22 +615,46 @@ def _cell_documents(
         slot += cap
 
 
+LONG_VISIT = 64  # tokens: a row cell's visit from this many on opens the row (below)
+
+
+# The products n_dk inv_k go through qs (free between tokens), so that both loops are elementwise
+# (vectorised) and r is summed by sum8, eight independent chains in a fixed order: 36 ns a visit at
+# K = 100 where four running sums over the row took 65. A fastmath sum was 29 ns but not the same
+# bits from run to run (kernels/sums.py).
+@numba.njit(cache=True, nogil=True, inline="always")
+def _open_row(ndk, inv, coef, qs, alpha, beta):
+    """c_k for all K topics of a document's dense row, and its r = sum_k r_k."""
+    K = inv.shape[0]
+    for k in range(K):
+        coef[k] = (alpha[k] + ndk[k]) * inv[k]
+        qs[k] = ndk[k] * inv[k]
+    return beta * sum8(qs, K)
+
+
 # The rows variant of the cells (model.py's docstring): where a dense row of n_dk per document
 # (int16, D x K) weighs little against the tokens, it replaces the cache, so a visit restores
 # nothing and closes nothing. A row is a function of z alone (fill_rows), so a resumed run has the
 # rows of the straight one and the cells need no flags.
 #
-# A visit computes nothing over the K topics either. A document is visited once per word block,
-# about 4.5 tokens a visit at 64 lanes, and computing c_k for all K topics and summing r over the
-# row cost about 37 ns a visit, a quarter of one thread's sweep at 64 lanes. So c_k is computed
-# at the slots the q walk reads, and the r bucket is drawn by rejection against a bound that needs
-# no sum. With m = n_min + beta W for a lower bound n_min of the totals (inv_k <= 1 / m), r_k =
-# beta n_dk inv_k <= beta n_dk / m, whose sum is R = beta (n_d - 1) / m. A draw over s + R + q that
-# lands in R picks topic k with probability n_dk / (n_d - 1) (a walk of the row) and keeps it with
-# probability inv_k m; a topic not kept redraws from scratch. Given a draw is kept, k has
-# probability s_k + r_k + q_k over their sum: exactly eq. (1). Few draws are redrawn: r holds 3.1 %
-# of the mass and R 4.7 % on the movie reviews after 100 sweeps (so about 1.6 % of draws are
-# redrawn), 0.22 % and 0.26 % on the 10M-token synthetic corpus after 30 (a /tmp probe, K = 100).
+# A short visit computes nothing over the K topics either. A document is visited once per word
+# block, 3 to 4.5 tokens a visit at 64 lanes, and computing c_k for all K topics and summing r over
+# the row cost about 37 ns a visit, a quarter of one thread's sweep at 64 lanes. So a visit of
+# fewer than LONG_VISIT tokens computes c_k at the slots the q walk reads and draws the r bucket by
+# rejection against a bound that needs no sum; a longer one opens the row (_open_row) and samples
+# as one thread does, with the row's r bucket walked in topic order (_sample_tokens without a
+# list): the redraws and the c_k made at every slot cost a long visit more than the opening (with
+# rejection everywhere, 1.067x the CPU a sweep at 2 threads on state_union, 1,200 tokens a visit).
+#
+# The rejection: with m = n_min + beta W for a lower bound n_min of the totals (inv_k <= 1 / m),
+# r_k = beta n_dk inv_k <= beta n_dk / m, whose sum is R = beta (n_d - 1) / m. A draw over s + R + q
+# that lands in R picks topic k with probability n_dk / (n_d - 1) (a walk of the row) and keeps it
+# with probability inv_k m; a topic not kept redraws from scratch. Given a draw is kept, k has
+# probability s_k + r_k + q_k over their sum: exactly eq. (1). r holds 3.1 % of the mass and R 4.7 %
+# on the movie reviews after 100 sweeps (about 1.6 % of draws redrawn), 0.22 % and 0.26 % on the
+# 10M-token synthetic corpus after 30, but R 12 % against r 4.9 % on state_union and 36 % against
+# 6.2 % on webtext (a /tmp probe, K = 100): the bound is loose where some topic is small or a
+# document's tokens sit in large ones, which is where visits are long.
 @no_nrt_inline
 def _sample_row_tokens(a, b, nd, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, qs, ndk, s, low, gen, TB):
     """Resample z[a:b] of a document with nd + 1 tokens and dense row ndk, updating tw, n_k, ndk and
@@ -681,7 +719,7 @@ def row_cell(token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1
     K = n_k.shape[0]
     _row_cell_in(
         token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, first, rows, cursor, TB,
-        np.empty((2, K)), np.empty((1, 4), np.uint64), np.empty(0),
+        np.empty((3, K)), np.empty((1, 4), np.uint64), np.empty(0),
     )  # fmt: skip
 
 
@@ -690,7 +728,7 @@ def _row_cell_in(
     token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, rng, row, d0, d1, w0, w1, first, rows, cursor, TB, scratch,
     gen, smooth,
 ):  # fmt: skip
-    """row_cell in the caller's scratch (inv, qs) and stream row: a thread of the partitioned sweep
+    """row_cell in the caller's scratch (inv, coef, qs) and stream row: a thread of the partitioned sweep
     makes them once a sweep, not once a cell (three allocations a cell were 12,000 a sweep at 64
     threads). smooth: the round's inv_k and s (round_smoothing of n_k), or an empty array to
     compute them here."""
@@ -737,9 +775,10 @@ def _prefetch_visit(token_ptr, words, z, rows, cursor, d, j, first):
 def _row_visits(
     token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, w0, w1, first, rows, cursor, TB, scratch, gen, smooth,
 ):  # fmt: skip
-    """row_cell's documents, given its scratch (inv_k and the q walk's running sums)."""
+    """row_cell's documents, given its scratch (inv_k, c_k and the q walk's running sums)."""
     wbeta = (tw_ptr.shape[0] - 1) * beta
-    inv, qs = scratch[0], scratch[1]
+    inv, coef, qs = scratch[0], scratch[1], scratch[2]
+    no_list = cursor[:0]  # a long visit walks the row, not a list of the document's topics
     K = n_k.shape[0]
     if smooth.shape[0] > 0:
         for k in range(K):
@@ -760,9 +799,18 @@ def _row_visits(
         i0, i1 = _cell_tokens(words, a, b, w0, w1, first, cursor, d - d0)
         if i0 == i1:  # no token of the document in this word block
             continue
-        s, low = _sample_row_tokens(
-            i0, i1, b - a - 1, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, qs, rows[d], s, low, gen, TB
-        )
+        ndk = rows[d]
+        if i1 - i0 < LONG_VISIT:
+            s, low = _sample_row_tokens(
+                i0, i1, b - a - 1, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, qs, ndk, s, low, gen, TB
+            )
+        else:
+            r = _open_row(ndk, inv, coef, qs, alpha, beta)
+            s, r, _ = _sample_tokens(
+                i0, i1, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, no_list, 0, s, r, gen, TB
+            )
+            for k in range(K):  # the visit's tokens left topics: the bound of the short visits follows
+                low = min(low, n_k[k])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -814,7 +862,7 @@ def sweep_partitioned_thread(
     S = chunk_ptr.shape[1] - 1
     K = n_k.shape[0]
     copies = totals[:, :K]  # (totals' rows are padded)
-    scratch, gen = np.empty((2, K)), np.empty((1, 4), np.uint64)  # row cells
+    scratch, gen = np.empty((3, K)), np.empty((1, 4), np.uint64)  # row cells
     while True:
         rr, t = take_part(memory, state, T)
         if rr < 0:
