@@ -741,6 +741,51 @@ def test_row_cell_chain_matches_exact_posterior(options):
     m.check_invariants()
 
 
+def test_row_cell_bound_follows_a_total_below_its_start():
+    """The rejection's bound m = n_min + beta W must stay at or below every n_k + beta W while the
+    cell's tokens leave topics: here topic 0 holds only document 0's two tokens, so its total (2)
+    is the cell's starting minimum, and taking token 0 out drops it to 1. A bound left at 2 would
+    keep every R draw of topic 0 and give it too little of r (p(0) 0.29 instead of 0.36)."""
+    from topictool.kernels.rng import make_streams
+    from topictool.models.lda_gibbs import kernels as kern
+
+    K, W, beta = 3, 3, 0.5
+    alpha = np.full(K, 0.1)
+    gen = np.random.default_rng(5)
+    background = np.sort(gen.integers(0, W, 200))  # document 1: topics 1 and 2 only
+    words = np.concatenate([[0, 1, 2], background]).astype(np.int32)
+    z = np.concatenate([[0, 0, 1], gen.integers(1, K, 200)]).astype(np.int16)
+    token_ptr = np.array([0, 3, len(words)], np.int64)
+    n_kw = np.zeros((W, K), np.int64)
+    np.add.at(n_kw, (words, z), 1)
+    n_k = n_kw.sum(0)
+    n_dk = np.bincount(z[:3], minlength=K)
+    assert n_k[0] == 2 == n_k.min()
+    n_kw[0, 0] -= 1  # eq. (1) for token 0 (word 0, topic 0), its own count taken out
+    n_k[0] -= 1
+    n_dk[0] -= 1
+    p = (alpha + n_dk) * (beta + n_kw[0]) / (W * beta + n_k)
+    p /= p.sum()
+
+    ptr = kern.word_slots(np.bincount(words, minlength=W), K)
+    tw = np.zeros(ptr[-1], np.int32)
+    totals = np.zeros(K, np.int32)
+    TB = kern.topic_bits(K)
+    kern.build_counts(words, z, ptr, tw, totals, TB)
+    rows = np.bincount(z[:3], minlength=K).astype(np.int16)[None, :]
+    cursor = np.zeros(1, np.int32)
+    rng = make_streams(11, 1)
+    trials = 30000
+    draws = np.zeros(K)
+    for _ in range(trials):
+        zz, ww, nk, rr = z.copy(), tw.copy(), totals.copy(), rows.copy()
+        kern.row_cell(token_ptr, words, zz, ptr, ww, nk, alpha, beta, rng, 0, 0, 1, 0, W, True, rr, cursor, TB)
+        draws[zz[0]] += 1
+    expected = trials * p
+    stat = ((draws - expected) ** 2 / expected).sum()
+    assert chi2.sf(stat, df=K - 1) > 1e-4, (draws, expected)
+
+
 # -- quality on planted truth ----------------------------------------------------------
 
 

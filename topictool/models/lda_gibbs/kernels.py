@@ -14,7 +14,8 @@ and keeps s = sum s_k up to date incrementally, r = sum r_k per document, and th
 coefficient c_k = (alpha_k + n_dk) / (beta W + n_k) cached for every topic, so
 q = sum over the word's non-zero topics of c_k n_kw. A uniform draw u (s + r + q)
 falls in q most of the time (it holds almost all the mass once topics have formed),
-and q is walked from the word's largest count down.
+and q is walked from the word's largest count down. (The partitioned schedule's short row visits
+keep neither r nor c_k: `_sample_row_tokens`, below.)
 
 Layout (Mallet's `typeTopicCounts`): word w owns the slots tw[tw_ptr[w] : tw_ptr[w+1]],
 as many as min(frequency of w, K). Each used slot packs ``count << TB | topic``
