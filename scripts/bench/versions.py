@@ -22,10 +22,11 @@ import statistics
 import sys
 import tempfile
 
-# Both versions compile into a cache directory of this run's own. numba finds a kernel's runtime
-# environment by the kernel's qualified name, which both versions share; two versions loaded from
-# their caches in one process then collide ("NRT_adapt_ndarray_to_python: descr is NULL"), while a
-# kernel compiled in the process gets a name of its own. (numba reads this when first imported.)
+# Both versions compile into a cache directory of this run's own. Two versions loaded from their
+# caches in one process failed ("NRT_adapt_ndarray_to_python: descr is NULL", 2026-11-29), and a
+# fresh cache directory cured it every time; the likely cause is that numba finds a cached
+# kernel's runtime environment by its qualified name, which both versions share, while a kernel
+# compiled in the process gets a name of its own. (numba reads this when first imported.)
 if "NUMBA_CACHE_DIR" not in os.environ:
     os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="topictool-versions-")
     atexit.register(shutil.rmtree, os.environ["NUMBA_CACHE_DIR"], True)
