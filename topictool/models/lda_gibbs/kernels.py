@@ -772,6 +772,14 @@ def _prefetch_visit(token_ptr, words, z, rows, cursor, d, j, first):
         prefetch(z, run)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _lowest(low, n_k):
+    """min(low, min_k n_k)."""
+    for k in range(n_k.shape[0]):
+        low = min(low, n_k[k])
+    return low
+
+
 @no_nrt
 def _row_visits(
     token_ptr, words, z, tw_ptr, tw, n_k, alpha, beta, d0, d1, w0, w1, first, rows, cursor, TB, scratch, gen, smooth,
@@ -787,9 +795,7 @@ def _row_visits(
         s = smooth[K]
     else:
         s = _inverse_totals(n_k, alpha, beta, wbeta, inv)
-    low = n_k[0]  # min_k n_k, then lowered as the cell's tokens leave topics (the R bucket's bound)
-    for k in range(1, K):
-        low = min(low, n_k[k])
+    low = _lowest(n_k[0], n_k)  # min_k n_k, then lowered as tokens leave topics (the R bucket's bound)
     for d in range(d0, min(d0 + VISITS_AHEAD, d1)):
         _prefetch_visit(token_ptr, words, z, rows, cursor, d, d - d0, first)
     for d in range(d0, d1):
@@ -810,8 +816,7 @@ def _row_visits(
             s, r, _ = _sample_tokens(
                 i0, i1, words, z, tw_ptr, tw, n_k, alpha, beta, wbeta, inv, coef, qs, ndk, no_list, 0, s, r, gen, TB
             )
-            for k in range(K):  # the visit's tokens left topics: the bound of the short visits follows
-                low = min(low, n_k[k])
+            low = _lowest(low, n_k)  # the visit's tokens left topics: the short visits' bound follows
 
 
 @numba.njit(cache=True, nogil=True)
