@@ -5,6 +5,7 @@ one-core environment for peers, and the LDA arguments every comparison takes.
 The scripts run as `python scripts/bench/NAME.py`, which puts this folder on sys.path."""
 
 import resource
+import sys
 import time
 
 import numpy as np
@@ -19,9 +20,21 @@ ONE_CORE = {
 }
 
 
-def peak_rss_mb():
-    """Peak resident memory of this process so far, in MB."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+def peak_rss_mb(pid="self"):
+    """Peak resident memory of a process so far (this one by default), in MB: its own VmHWM.
+
+    Not getrusage's ru_maxrss: Linux carries the hiwater mark of the memory a process had before
+    it exec'd into ru_maxrss, so a worker started by a large Python process reports at least that
+    process's size (a child of 9 MB under a parent of 500 MB reports 514 MB). VmHWM is the
+    process's own memory only. Elsewhere (no /proc) ru_maxrss of this process is the fallback."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024.0
+    except (OSError, StopIteration):
+        if pid != "self":
+            return float("nan")
+        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return kb / 1024.0 if sys.platform != "darwin" else kb / 2**20
 
 
 def timed_step(model):

@@ -30,7 +30,6 @@ Per configuration (JSON with --json FILE):
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -40,7 +39,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from _common import ONE_CORE, load, save_snapshot, tomotopy_lda, tomotopy_phi
+from _common import ONE_CORE, load, peak_rss_mb, save_snapshot, tomotopy_lda, tomotopy_phi
 
 
 def rss_mb():
@@ -49,10 +48,6 @@ def rss_mb():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024.0
     return float("nan")
-
-
-def peak_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def array_bytes(obj):
@@ -103,7 +98,7 @@ def run_topictool(a, threads, out):
     for _ in range(a.steps):
         steady += m.step_tokens(m.step())
     t2, c2 = time.perf_counter(), time.process_time()
-    peak = peak_mb()  # before the snapshot's dense phi
+    peak = peak_rss_mb()  # before the snapshot's dense phi
     m.snapshot().save(out / "model.npz")
     return {
         "first_tokens_per_s": tokens / (t1 - t0) if a.first else None,
@@ -132,7 +127,7 @@ def run_tomotopy(a, threads, out):
     t1, c1 = time.perf_counter(), time.process_time()
     m.train(a.steps, workers=threads, parallel=scheme)
     t2, c2 = time.perf_counter(), time.process_time()
-    peak = peak_mb()
+    peak = peak_rss_mb()
     phi = tomotopy_phi(m, corpus.vocab, a.K)
     save_snapshot(out / "model.npz", phi, m.alpha, corpus.vocab, "tomotopy")
     return {

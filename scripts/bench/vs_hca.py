@@ -5,12 +5,12 @@ Not a test. For every prepared corpus given, every model (HDP-LDA, NP-LDA) and e
 
   topictool  trains K topics for --cycles sweeps in a process of its own (one core), with
              phi_average = --average (the snapshot averages the estimates of the last sweeps);
-             records CPU and wall seconds of training and the process's peak RSS.
+             records CPU and wall seconds of training and the process's peak RSS (its own VmHWM).
   hca        (only when the environment variable HCA_BINARY names a built hca executable)
              runs on the LdaC export of the same training split for the same cycles with
              -lphi,1,BURN and -lalpha,1,BURN (the same last sweeps averaged; hca takes an interval
              of 1 as 2, so it averages every other one of them), its CPU and
-             wall seconds and peak RSS measured by a wrapper process of its own; its phi and
+             wall seconds measured, its peak RSS read from its own VmHWM; its phi and
              alpha are imported (topictool.importers.import_hca). When it runs, topictool is
              also run for the cycles that fit in hca's CPU time (the equal-time row).
 
@@ -32,7 +32,9 @@ those of the same models as topictool's defaults (HCA_FLAGS below): document-sid
 
 import argparse
 import json
+import math
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -103,14 +105,28 @@ def run_topictool(corpus, model, seed, a, cycles, average):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-# hca in a wrapper process, so that its CPU time and peak RSS are its own
-WRAPPER = (
-    "import json, resource, subprocess, sys, time\n"
-    "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-    "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-    "print(json.dumps({'code': p.returncode, 'wall': time.perf_counter() - t, 'cpu': ru.ru_utime + ru.ru_stime,"
-    " 'rss_mb': ru.ru_maxrss / 1024, 'log': (p.stdout + p.stderr)[-3000:]}))\n"
-)
+# hca's peak memory: its own VmHWM, read while it runs (see _common.peak_rss_mb for why not
+# getrusage). hca allocates its arrays as it starts and keeps them, so the last reading is its peak
+# up to what it allocates in its last POLL seconds (its final reports).
+POLL = 0.02
+
+
+def run_measured(cmd, log):
+    """Run cmd with its output into the file log; (exit code, wall s, CPU s, peak RSS MB)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        peak = 0.0
+        while proc.poll() is None:
+            now = peak_rss_mb(proc.pid)  # nan once it has exited
+            if not math.isnan(now):
+                peak = max(peak, now)
+            time.sleep(POLL)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return proc.returncode, wall, cpu, peak
 
 
 def run_hca(binary, corpus, label, seed, a, work):
@@ -128,17 +144,17 @@ def run_hca(binary, corpus, label, seed, a, work):
     # its phi would be narrower than the vocabulary when the last words occur only in the test split)
     cmd = [binary, "-e", f"-K{a.K}", f"-W{train.W}", f"-C{a.cycles}", f"-s{seed}", "-fldac"]
     cmd += [f"-lphi,1,{burn}", f"-lalpha,1,{burn}", *HCA_FLAGS[label], str(stem), str(rep)]
-    proc = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], capture_output=True, text=True)
-    run = json.loads(proc.stdout.strip().splitlines()[-1])
-    if run["code"] != 0:
-        sys.exit(f"hca failed ({' '.join(cmd)}):\n{run['log']}")
+    log = Path(work) / f"{label}-{seed}.log"
+    code, wall, cpu, peak = run_measured(cmd, log)
+    if code != 0:
+        sys.exit(f"hca failed ({' '.join(cmd)}):\n{log.read_text(errors='replace')[-3000:]}")
     snap = import_hca(Path(f"{rep}.phi"), tokens_path=Path(f"{stem}.tokens"), vocab_path=corpus)
     snap = snap[0] if isinstance(snap, tuple) else snap
     return {
         "perplexity": score(snap, test, 1),
-        "cpu_seconds": run["cpu"],
-        "wall_seconds": run["wall"],
-        "peak_rss_mb": run["rss_mb"],
+        "cpu_seconds": cpu,
+        "wall_seconds": wall,
+        "peak_rss_mb": peak,
         "cycles": a.cycles,
         "command": " ".join(cmd),
     }
