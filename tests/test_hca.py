@@ -513,38 +513,6 @@ def test_snapshot(small, tmp_path):
     assert plain.burst_concentration is None and plain.burst_discount is None
 
 
-@pytest.mark.parametrize("cls", [HdpGibbs, NpldaGibbs], ids=["hdp", "nplda"])
-def test_phi_average_is_the_mean_of_the_last_sweeps(small, cls):
-    """phi_average=N: the snapshot's phi and alpha are the means of the sweeps' own estimates
-    over the last N sweeps at a multiple of N, the last N and those since otherwise, all of
-    them before the N-th; the chain itself is the same as without averaging."""
-    train, _ = small
-    N = 4
-    plain = cls(train, {"K": 8}, 5)
-    avg = cls(train, {"K": 8, "phi_average": N}, 5)
-    assert avg.snapshot().meta["phi_averaged_sweeps"] == 0
-    phis, alphas = [], []
-    for it in range(1, 11):
-        plain.step()
-        metrics = avg.step()
-        s = plain.snapshot()
-        phis.append(s.phi)
-        alphas.append(s.alpha)
-        count = it if it < N else N + it % N
-        assert metrics["phi_averaged_sweeps"] == count
-        got = avg.snapshot()
-        assert got.meta["phi_averaged_sweeps"] == count
-        want = np.mean(phis[-count:], axis=0)
-        np.testing.assert_allclose(got.phi, want / want.sum(axis=1, keepdims=True), rtol=1e-12)
-        np.testing.assert_allclose(got.alpha, np.mean(alphas[-count:], axis=0), rtol=1e-12)
-    assert np.array_equal(plain.z, avg.z) and np.array_equal(plain.hyper, avg.hyper)
-    with pytest.raises(InputError, match="phi_average=-1"):
-        cls(train, {"K": 8, "phi_average": -1}, 5)
-    assert cls.memory_estimate(train.D, train.W, train.N, {"K": 8, "phi_average": N}) == (
-        cls.memory_estimate(train.D, train.W, train.N, {"K": 8}) + 16 * 8 * train.W
-    )
-
-
 def test_slice_sampler_draws_from_its_density():
     rng = make_streams(5, 1)
     shape = 3.0

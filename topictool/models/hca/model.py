@@ -8,8 +8,8 @@ models/base.py's.
 State (``state_array_names()``): z (topic per token), t_dk (tables per document and topic),
 hyper (the hyper-parameters, sampler.H_*), t_kw (tables per topic and word, NP-LDA only),
 r (burst indicator per token) and burst_concentration (b_psi_k per topic), burst only;
-phi_sum and alpha_sum (the sums of the estimates of the last block of ``phi_average`` sweeps and
-of the current one), with phi_average only; with base's seed, iteration and RNG stream.
+phi_sum and alpha_sum with phi_average only (models/averaging.py); with base's seed, iteration and
+RNG stream.
 Everything else -- n_kw, n_k, the root counts, the cached factors -- is recomputed from these on
 resume (restored()).
 
@@ -31,7 +31,8 @@ from ...errors import InputError
 from ...kernels.special import log_pochhammer, log_rising
 from ...kernels.stirling import StirlingTable, sorted_pairs
 from ...snapshot import Snapshot, doc_topic_csr
-from ..base import DISCOUNT, NONNEGATIVE, PRIOR, Model, Range, doc_topic_counts, effective_topics
+from ..averaging import AVERAGE_DEFAULT, AVERAGE_LIMITS, EstimateAverage, average_bytes
+from ..base import DISCOUNT, NONNEGATIVE, PRIOR, Model, doc_topic_counts, effective_topics
 from . import hyper as hp
 from . import parallel as par
 from . import sampler as smp
@@ -62,7 +63,7 @@ COMMON_DEFAULTS = {
     "sample_discount_every": 11,  # discounts every this many sweeps; 0 = never
     "sample_hyper_after": 0,  # no hyper-parameter is sampled through this sweep (a burn-in)
     "fix": "",  # comma-separated hyper-parameters to hold fixed (hca's -F)
-    "phi_average": 0,  # the snapshot averages the estimates of the last N sweeps (hca's -lphi); 0 = off
+    **AVERAGE_DEFAULT,  # the snapshot averages the estimates of the last N sweeps (hca's -lphi); 0 = off
 }
 
 
@@ -72,7 +73,7 @@ def family_defaults(**own):
     return {"K": 100, "b_theta": 10.0, "b_alpha": 10.0, **own, **COMMON_DEFAULTS}
 
 
-class HcaGibbs(Model):
+class HcaGibbs(EstimateAverage, Model):
     """Base class; subclasses set name, defaults (family_defaults) and pyp_words."""
 
     pyp_words = False  # the word side: Dirichlet topics (hdp-gibbs), or PYP topics over a GEM root
@@ -86,7 +87,7 @@ class HcaGibbs(Model):
         "sample_hyper_every": NONNEGATIVE,
         "sample_discount_every": NONNEGATIVE,
         "sample_hyper_after": NONNEGATIVE,
-        "phi_average": Range(0, 10000),
+        **AVERAGE_LIMITS,
     }
     doc_topic_bytes = 4
     STATE_VERSION = 1
@@ -94,8 +95,7 @@ class HcaGibbs(Model):
     @classmethod
     def memory_estimate(cls, D, W, N, options, threads=1):
         """Base's lower bound, plus the two K x W float64 sums of ``phi_average``."""
-        extra = 16 * int(options.get("K", 1)) * W if int(options.get("phi_average", 0) or 0) else 0
-        return super().memory_estimate(D, W, N, options, threads) + extra
+        return super().memory_estimate(D, W, N, options, threads) + average_bytes(options, W)
 
     def rng_streams(self):
         return self.threads  # one per thread's document block; row 0 also initialises and samples hypers
@@ -106,9 +106,7 @@ class HcaGibbs(Model):
             names += ("t_kw",)
         if self.burst:
             names += ("r", "burst_concentration")
-        if self.phi_average:
-            names += ("phi_sum", "alpha_sum")
-        return names
+        return names + self._average_names()
 
     # -- construction -----------------------------------------------------------
 
@@ -161,11 +159,7 @@ class HcaGibbs(Model):
         }
         self._empty_R = np.zeros((1, 1))
         self._no_totals = np.zeros(0, dtype=np.int64)
-        # phi_average: sums of the estimates over [the previous complete block, the current block]
-        self.phi_average = int(self.opts["phi_average"])
-        blocks = 2 if self.phi_average else 0
-        self.phi_sum = np.zeros((blocks, K, W) if blocks else (0, 0, 0), dtype=np.float64)
-        self.alpha_sum = np.zeros((blocks, K) if blocks else (0, 0), dtype=np.float64)
+        self._allocate_average()
 
     def initialise(self):
         smp.random_topics(self.z, self.K, self.rng)
@@ -383,30 +377,9 @@ class HcaGibbs(Model):
         if self.burst:
             metrics["burst_table_fraction"] = float(self.r.sum()) / self.N
         if self.phi_average:
-            self._accumulate_estimates()
-            metrics["phi_averaged_sweeps"] = self.averaged_sweeps()
+            self._accumulate_estimates(self.phi_estimate(), self.hyper[smp.H_B_THETA] * self.alpha_estimate())
+            metrics["phi_averaged_steps"] = self.averaged_steps()
         return metrics
-
-    # -- phi_average: the estimates averaged over the last sweeps (hca's -lphi, -lalpha) --------
-
-    def _accumulate_estimates(self):
-        """Adds this sweep's phi and alpha estimates to the current block; a block of
-        ``phi_average`` sweeps, once complete, replaces the previous one."""
-        self.phi_sum[1] += self.phi_estimate()
-        self.alpha_sum[1] += self.hyper[smp.H_B_THETA] * self.alpha_estimate()
-        if self.iteration % self.phi_average == 0:
-            self.phi_sum[0] = self.phi_sum[1]
-            self.alpha_sum[0] = self.alpha_sum[1]
-            self.phi_sum[1] = 0.0
-            self.alpha_sum[1] = 0.0
-
-    def averaged_sweeps(self):
-        """How many sweeps the snapshot's estimates average: the last N = ``phi_average`` at a
-        multiple of N, otherwise the last N plus those since (all of them in the first N)."""
-        n = self.phi_average
-        if not n:
-            return 0
-        return self.iteration if self.iteration < n else n + self.iteration % n
 
     # -- hyper-parameters -----------------------------------------------------------
 
@@ -554,12 +527,7 @@ class HcaGibbs(Model):
 
     def snapshot(self):
         h = self.hyper
-        phi, alpha = self.phi_estimate(), h[smp.H_B_THETA] * self.alpha_estimate()
-        averaged = self.averaged_sweeps()
-        if averaged:
-            phi = self.phi_sum.sum(axis=0) / averaged
-            phi /= phi.sum(axis=1, keepdims=True)
-            alpha = self.alpha_sum.sum(axis=0) / averaged
+        phi, alpha = self._averaged(self.phi_estimate(), h[smp.H_B_THETA] * self.alpha_estimate())
         meta = {
             "model": self.name,
             "options": dict(self.opts),
@@ -568,7 +536,7 @@ class HcaGibbs(Model):
             "effective_topics": self.effective_topics(),
             "tokens": self.N,
             "threads_used": self.threads,
-            "phi_averaged_sweeps": averaged,
+            "phi_averaged_steps": self.averaged_steps(),
         }
         return Snapshot(
             phi=phi,

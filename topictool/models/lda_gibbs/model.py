@@ -101,6 +101,7 @@ from ...kernels.partition import words_ascending
 from ...kernels.rng import make_streams
 from ...snapshot import Snapshot, doc_topic_csr
 from ...threads import POOLS, RoundPool, padded
+from ..averaging import AVERAGE_DEFAULT, AVERAGE_LIMITS, EstimateAverage, average_bytes
 from ..base import NONNEGATIVE, PRIOR, Model, doc_topic_counts
 from . import kernels as kern
 
@@ -166,7 +167,7 @@ def _parse_alpha_vector(text, K):
     return values
 
 
-class LdaGibbs(Model):
+class LdaGibbs(EstimateAverage, Model):
     name = "lda-gibbs"
     defaults = {
         "K": 100,
@@ -179,6 +180,7 @@ class LdaGibbs(Model):
         "optimize_beta": True,
         "schedule": "partition",
         "sampler": "auto",
+        **AVERAGE_DEFAULT,  # the snapshot averages the estimates of the last N sweeps; 0 = off
     }
     limits = {
         **Model.limits,
@@ -186,6 +188,7 @@ class LdaGibbs(Model):
         "beta": PRIOR,
         "optimize_interval": NONNEGATIVE,
         "optimize_burn_in": NONNEGATIVE,
+        **AVERAGE_LIMITS,
     }
 
     step_unit = "sweep"
@@ -198,7 +201,8 @@ class LdaGibbs(Model):
 
     @classmethod
     def memory_estimate(cls, D, W, N, options, threads=1):
-        """Base's bound; schedule=copy-merge adds each thread's copy of the word-topic slots."""
+        """Base's bound; schedule=copy-merge adds each thread's copy of the word-topic slots, and
+        phi_average its two K x W sums."""
         K = int(options.get("K", 1))
         copies = int(threads) * 4 * min(N, K * W) if int(threads) > 1 and options.get("schedule") == "copy-merge" else 0
         dense = (
@@ -206,7 +210,10 @@ class LdaGibbs(Model):
             if _dense_start(K, W, N, threads, options.get("sampler", "auto"), options.get("schedule", "partition"))
             else 0
         )
-        return super().memory_estimate(D, W, N, options, threads) + copies + dense
+        return super().memory_estimate(D, W, N, options, threads) + copies + dense + average_bytes(options, W)
+
+    def state_array_names(self):
+        return self.state_arrays + self._average_names()
 
     def check_options(self, opts):
         if opts["K"] >= 2**30:
@@ -265,6 +272,7 @@ class LdaGibbs(Model):
         else:
             self.alpha = np.full(self.K, self.opts["alpha"], dtype=np.float64)
         self.beta = float(self.opts["beta"])
+        self._allocate_average()
 
     def _allocate_cells(self, freq):
         """The partition schedule's word blocks (from the whole corpus's word frequencies
@@ -412,12 +420,17 @@ class LdaGibbs(Model):
         ):
             self._optimize_hyperparameters()
             optimized = True
+        averaged = {}
+        if self.phi_average:  # from the global counts: the same sums on every rank
+            self._accumulate_estimates(self._phi(), self.alpha)
+            averaged = {"phi_averaged_steps": self.averaged_steps()}
         return {
             "alpha_sum": float(self.alpha.sum()),
             "beta": float(self.beta),
             "active_topics": int(np.count_nonzero(self.n_k)),
             "hyper_optimized": optimized,
             **exchange,
+            **averaged,
         }
 
     def _dense_sweep_due(self):
@@ -719,9 +732,13 @@ class LdaGibbs(Model):
             kern.log_likelihood(self.token_ptr, self.z, self.tw, self.n_k, self.alpha, self.beta, self.W, self.TB)
         )
 
-    def snapshot(self):
+    def _phi(self):
+        """phi_kw = (n_kw + beta) / (n_k + W beta), this sweep's estimate."""
         self._sparse_counts()
-        phi = kern.topic_word_mean(self.tw_ptr, self.tw, self.n_k, self.beta, self.TB)
+        return kern.topic_word_mean(self.tw_ptr, self.tw, self.n_k, self.beta, self.TB)
+
+    def snapshot(self):
+        phi, alpha = self._averaged(self._phi(), self.alpha)
         meta = {
             "model": self.name,
             "options": dict(self.opts),
@@ -730,10 +747,11 @@ class LdaGibbs(Model):
             "beta": float(self.beta),
             "threads": self.threads,
             "tokens": self._N_total(),
+            "phi_averaged_steps": self.averaged_steps(),
         }
         return Snapshot(
             phi=phi,
-            alpha=self.alpha.copy(),
+            alpha=alpha.copy(),
             topic_weight=self.n_k.astype(np.float64) / self._N_total(),
             vocab=self.corpus.vocab,
             meta=meta,
