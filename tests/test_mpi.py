@@ -200,6 +200,22 @@ def test_lda_gibbs_partitioned_ranks_equal_one_process_with_every_lane(planted, 
     assert all(r["exchange"] == "partition" and r["comm_bytes"] > 0 for r in rows)
 
 
+@needs_mpi
+def test_lda_gibbs_phi_average_on_ranks_equals_one_process_and_resumes(planted, tmp_path):
+    """phi_average's sums come from the global counts, so two ranks average what one process with
+    both lanes averages; rank 0 checkpoints them once, and a resumed run averages as the straight one."""
+    common = ["-m", "lda-gibbs", "-K", "6", "--seed", "3", "--log-every", "0", "--checkpoint-every", "3"]
+    common += ["--set", "sampler=sparse", "--set", "phi_average=4"]
+    ok("train", planted, *common, "-n", "10", "--threads", "2", "-o", tmp_path / "one")
+    mpi("train", planted, *common, "-n", "10", "-o", tmp_path / "ranks", "--engine", "mpi")
+    assert same_models(tmp_path / "one", tmp_path / "ranks")
+    meta = json.loads(str(np.load(tmp_path / "ranks" / "model.npz")["meta"]))
+    assert meta["phi_averaged_steps"] == 6  # the last complete block of 4 and the 2 since
+    mpi("train", planted, *common, "-n", "5", "-o", tmp_path / "half", "--engine", "mpi")
+    mpi("train", "--resume", tmp_path / "half", "-n", "5", "--engine", "mpi")
+    assert same_models(tmp_path / "ranks", tmp_path / "half")
+
+
 MODELS = {
     # 200 sweeps: on this small corpus a Gibbs chain sits in a mode with two topics merged for a
     # while on some seeds (one thread and two alike; seed 2 on two lanes leaves it after ~180)
