@@ -30,9 +30,14 @@ def average_bytes(options, W):
 
 
 class EstimateAverage:
-    """Mixin for a Model: call ``_allocate_average()`` in allocate(), ``_accumulate_estimates(phi,
-    alpha)`` at the end of every step() (after the iteration count has moved) and ``_averaged(phi,
-    alpha)`` in snapshot(); add ``_average_names()`` to the state's array names."""
+    """Mixin for a Model. The family defines ``_estimates()`` -> (phi (K x W, rows summing to 1),
+    alpha (K)), its estimates from the current state; calls ``_allocate_average()`` in allocate(),
+    ``_accumulate_estimates()`` at the end of every step() (after the iteration count has moved)
+    when ``phi_average`` is on, and takes the snapshot's phi and alpha from ``_snapshot_estimates()``;
+    and adds ``_average_names()`` to the state's array names."""
+
+    def _estimates(self):
+        raise NotImplementedError
 
     def _allocate_average(self):
         self.phi_average = int(self.opts["phi_average"])
@@ -43,9 +48,10 @@ class EstimateAverage:
     def _average_names(self):
         return AVERAGE_STATE if self.phi_average else ()
 
-    def _accumulate_estimates(self, phi, alpha):
+    def _accumulate_estimates(self):
         """Adds this step's estimates to the current block; a block of ``phi_average`` steps, once
         complete, replaces the previous one."""
+        phi, alpha = self._estimates()
         self.phi_sum[1] += phi
         self.alpha_sum[1] += alpha
         if self.iteration % self.phi_average == 0:
@@ -63,12 +69,12 @@ class EstimateAverage:
             return 0
         return self.iteration if self.iteration < n else n + self.iteration % n
 
-    def _averaged(self, phi, alpha):
-        """(phi, alpha) for the snapshot: the means over ``averaged_steps()`` steps, or the given
-        (the last step's) when there are none."""
+    def _snapshot_estimates(self):
+        """(phi, alpha) for the snapshot: the means over ``averaged_steps()`` steps, or the current
+        estimates when there are none."""
         steps = self.averaged_steps()
         if not steps:
-            return phi, alpha
+            return self._estimates()
         phi = self.phi_sum.sum(axis=0) / steps
         phi /= phi.sum(axis=1, keepdims=True)
         return phi, self.alpha_sum.sum(axis=0) / steps

@@ -377,7 +377,7 @@ class HcaGibbs(EstimateAverage, Model):
         if self.burst:
             metrics["burst_table_fraction"] = float(self.r.sum()) / self.N
         if self.phi_average:
-            self._accumulate_estimates(self.phi_estimate(), self.hyper[smp.H_B_THETA] * self.alpha_estimate())
+            self._accumulate_estimates()
             metrics["phi_averaged_steps"] = self.averaged_steps()
         return metrics
 
@@ -525,9 +525,12 @@ class HcaGibbs(EstimateAverage, Model):
     def effective_topics(self):
         return effective_topics(self.topic_weight())
 
+    def _estimates(self):
+        return self.phi_estimate(), self.hyper[smp.H_B_THETA] * self.alpha_estimate()
+
     def snapshot(self):
         h = self.hyper
-        phi, alpha = self._averaged(self.phi_estimate(), h[smp.H_B_THETA] * self.alpha_estimate())
+        phi, alpha = self._snapshot_estimates()
         meta = {
             "model": self.name,
             "options": dict(self.opts),

@@ -422,7 +422,7 @@ class LdaGibbs(EstimateAverage, Model):
             optimized = True
         averaged = {}
         if self.phi_average:  # from the global counts: the same sums on every rank
-            self._accumulate_estimates(self._phi(), self.alpha)
+            self._accumulate_estimates()
             averaged = {"phi_averaged_steps": self.averaged_steps()}
         return {
             "alpha_sum": float(self.alpha.sum()),
@@ -732,13 +732,13 @@ class LdaGibbs(EstimateAverage, Model):
             kern.log_likelihood(self.token_ptr, self.z, self.tw, self.n_k, self.alpha, self.beta, self.W, self.TB)
         )
 
-    def _phi(self):
-        """phi_kw = (n_kw + beta) / (n_k + W beta), this sweep's estimate."""
+    def _estimates(self):
+        """phi_kw = (n_kw + beta) / (n_k + W beta) and alpha, this sweep's."""
         self._sparse_counts()
-        return kern.topic_word_mean(self.tw_ptr, self.tw, self.n_k, self.beta, self.TB)
+        return kern.topic_word_mean(self.tw_ptr, self.tw, self.n_k, self.beta, self.TB), self.alpha
 
     def snapshot(self):
-        phi, alpha = self._averaged(self._phi(), self.alpha)
+        phi, alpha = self._snapshot_estimates()
         meta = {
             "model": self.name,
             "options": dict(self.opts),
