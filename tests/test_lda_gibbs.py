@@ -374,6 +374,47 @@ def test_partition_pool_kernel_equals_round_by_round(small_corpus, monkeypatch, 
     assert np.array_equal(runs[0].alpha, runs[1].alpha)
 
 
+def first_token_conditional(words, z, L, alpha, beta, W):
+    """Eq. (1) for token 0 (of document 0, the first L tokens), its own count taken out; and the
+    row of its word's counts, as eq. (1) sees them."""
+    K = len(alpha)
+    n_kw = np.zeros((W, K), np.int64)
+    np.add.at(n_kw, (words, z), 1)
+    n_k = n_kw.sum(0)
+    n_dk = np.bincount(z[:L], minlength=K)
+    w, k = words[0], z[0]
+    n_kw[w, k] -= 1
+    n_k[k] -= 1
+    n_dk[k] -= 1
+    p = (alpha + n_dk) * (beta + n_kw[w]) / (W * beta + n_k)
+    return p / p.sum(), n_kw[w]
+
+
+def packed_counts(words, z, W, K):
+    """The sparse kernels' word-topic lists and totals of (words, z): (ptr, tw, totals, TB)."""
+    from topictool.models.lda_gibbs import kernels as kern
+
+    ptr = kern.word_slots(np.bincount(words, minlength=W), K)
+    tw = np.zeros(ptr[-1], np.int32)
+    totals = np.zeros(K, np.int32)
+    TB = kern.topic_bits(K)
+    kern.build_counts(words, z, ptr, tw, totals, TB)
+    return ptr, tw, totals, TB
+
+
+def assert_draws_follow(draws, p):
+    """Chi-square of the draws' counts against p (cells expected below 5 pooled, the rule of thumb)."""
+    trials = draws.sum()
+    expected = trials * p
+    keep = expected >= 5
+    observed, expected = draws[keep], expected[keep]
+    if not keep.all():
+        observed = np.append(observed, draws[~keep].sum())
+        expected = np.append(expected, trials * p[~keep].sum())
+    stat = ((observed - expected) ** 2 / expected).sum()
+    assert chi2.sf(stat, df=len(observed) - 1) > 1e-4, (stat, observed, expected)
+
+
 @pytest.mark.parametrize("beta", [0.02, 3.0])
 @pytest.mark.parametrize("sampler", ["sparse", "rows", "rows-long", "dense"])
 def test_one_draw_follows_the_conditional_over_many_topics(sampler, beta):
@@ -396,17 +437,8 @@ def test_one_draw_follows_the_conditional_over_many_topics(sampler, beta):
     topics = np.concatenate([[7, 21, 39], gen.integers(0, K, extra)])
     z = np.concatenate([topics, gen.choice(K, 4000, p=gen.dirichlet(np.full(K, 0.5)))]).astype(np.int16)
     token_ptr = np.array([0, L, len(words)], np.int64)
-    n_kw = np.zeros((W, K), np.int64)
-    np.add.at(n_kw, (words, z), 1)
-    n_k = n_kw.sum(0)
-    n_dk = np.bincount(z[:L], minlength=K)
-    # eq. (1) for token 0 (word 0, topic 7), its own count taken out
-    n_kw[0, 7] -= 1
-    n_k[7] -= 1
-    n_dk[7] -= 1
-    p = (alpha + n_dk) * (beta + n_kw[0]) / (W * beta + n_k)
-    p /= p.sum()
-    assert (n_kw[0] > 0).sum() > 16  # the sparse kernel bisects
+    p, n_w = first_token_conditional(words, z, L, alpha, beta, W)  # token 0: word 0, topic 7
+    assert (n_w > 0).sum() > 16  # the sparse kernel bisects
 
     rng = make_streams(9, 1)
     draws = np.zeros(K)
@@ -420,11 +452,7 @@ def test_one_draw_follows_the_conditional_over_many_topics(sampler, beta):
             kern.dense_sweep(token_ptr[:2], words, zz, tt, nk, alpha, beta, rng, 0)
             draws[zz[0]] += 1
     else:
-        ptr = kern.word_slots(np.bincount(words, minlength=W), K)
-        tw = np.zeros(ptr[-1], np.int32)
-        totals = np.zeros(K, np.int32)
-        TB = kern.topic_bits(K)
-        kern.build_counts(words, z, ptr, tw, totals, TB)
+        ptr, tw, totals, TB = packed_counts(words, z, W, K)
         rows = np.bincount(z[:L], minlength=K).astype(np.int16)[None, :]
         cursor = np.zeros(1, np.int32)
         for _ in range(trials):
@@ -436,14 +464,7 @@ def test_one_draw_follows_the_conditional_over_many_topics(sampler, beta):
             else:
                 kern.sample_block(token_ptr, words, zz, ptr, ww, nk, alpha, beta, rng, 0, 0, 1, TB)
             draws[zz[0]] += 1
-    expected = trials * p
-    keep = expected >= 5  # chi-square's rule of thumb; the rest pooled
-    observed, expected = draws[keep], expected[keep]
-    if not keep.all():
-        observed = np.append(observed, draws[~keep].sum())
-        expected = np.append(expected, trials * p[~keep].sum())
-    stat = ((observed - expected) ** 2 / expected).sum()
-    assert chi2.sf(stat, df=len(observed) - 1) > 1e-4, (stat, observed, expected)
+    assert_draws_follow(draws, p)
 
 
 # -- the dense start (model.py's docstring, "Sampler") -----------------------------------
@@ -756,22 +777,9 @@ def test_row_cell_bound_follows_a_total_below_its_start():
     words = np.concatenate([[0, 1, 2], background]).astype(np.int32)
     z = np.concatenate([[0, 0, 1], gen.integers(1, K, 200)]).astype(np.int16)
     token_ptr = np.array([0, 3, len(words)], np.int64)
-    n_kw = np.zeros((W, K), np.int64)
-    np.add.at(n_kw, (words, z), 1)
-    n_k = n_kw.sum(0)
-    n_dk = np.bincount(z[:3], minlength=K)
-    assert n_k[0] == 2 == n_k.min()
-    n_kw[0, 0] -= 1  # eq. (1) for token 0 (word 0, topic 0), its own count taken out
-    n_k[0] -= 1
-    n_dk[0] -= 1
-    p = (alpha + n_dk) * (beta + n_kw[0]) / (W * beta + n_k)
-    p /= p.sum()
-
-    ptr = kern.word_slots(np.bincount(words, minlength=W), K)
-    tw = np.zeros(ptr[-1], np.int32)
-    totals = np.zeros(K, np.int32)
-    TB = kern.topic_bits(K)
-    kern.build_counts(words, z, ptr, tw, totals, TB)
+    assert np.bincount(z, minlength=K)[0] == 2 == np.bincount(z, minlength=K).min()
+    p, _ = first_token_conditional(words, z, 3, alpha, beta, W)  # token 0: word 0, topic 0
+    ptr, tw, totals, TB = packed_counts(words, z, W, K)
     rows = np.bincount(z[:3], minlength=K).astype(np.int16)[None, :]
     cursor = np.zeros(1, np.int32)
     rng = make_streams(11, 1)
@@ -781,9 +789,7 @@ def test_row_cell_bound_follows_a_total_below_its_start():
         zz, ww, nk, rr = z.copy(), tw.copy(), totals.copy(), rows.copy()
         kern.row_cell(token_ptr, words, zz, ptr, ww, nk, alpha, beta, rng, 0, 0, 1, 0, W, True, rr, cursor, TB)
         draws[zz[0]] += 1
-    expected = trials * p
-    stat = ((draws - expected) ** 2 / expected).sum()
-    assert chi2.sf(stat, df=K - 1) > 1e-4, (draws, expected)
+    assert_draws_follow(draws, p)
 
 
 # -- quality on planted truth ----------------------------------------------------------
