@@ -55,6 +55,26 @@ def make_corpus(docs, vocab):
     return from_triples(np.array(d), np.array(w), np.array(c), len(docs), tuple(vocab))
 
 
+def straight_and_resumed(cls, corpus, opts, seed, first, then):
+    """(a model trained first + then steps in one go, the same model trained first steps, put
+    through state() and from_state() and trained then steps more), after asserting that the two
+    states are equal key by key: the exact-resume check every family makes."""
+    whole = cls(corpus, opts, seed)
+    for _ in range(first + then):
+        whole.step()
+    half = cls(corpus, opts, seed)
+    for _ in range(first):
+        half.step()
+    resumed = cls.from_state(corpus, opts, {k: np.array(v) for k, v in half.state().items()})
+    for _ in range(then):
+        resumed.step()
+    a, b = whole.state(), resumed.state()
+    assert sorted(a) == sorted(b)
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
+    return whole, resumed
+
+
 @pytest.fixture
 def cli():
     return run

@@ -10,6 +10,8 @@ from topictool.models import registry
 from topictool.models.averaging import AVERAGE_STATE
 from topictool.synth import hdp as synth_hdp
 
+from .conftest import straight_and_resumed
+
 AVERAGING = sorted(name for name in registry.MODELS if "phi_average" in registry.get(name).defaults)
 
 
@@ -63,20 +65,9 @@ def test_the_snapshot_is_the_mean_of_the_last_steps(small, name, threads):
 @pytest.mark.parametrize("name", AVERAGING)
 def test_resume_averages_as_the_straight_run(small, name):
     cls = registry.get(name)
-    opts = {"K": 8, "phi_average": 3}
-    whole = cls(small, opts, 11)
-    for _ in range(7):
-        whole.step()
-    half = cls(small, opts, 11)
-    for _ in range(4):
-        half.step()
-    resumed = cls.from_state(small, opts, {k: np.array(v) for k, v in half.state().items()})
-    for _ in range(3):
-        resumed.step()
-    a, b = whole.state(), resumed.state()
-    assert set(AVERAGE_STATE) <= set(a) and sorted(a) == sorted(b)
-    for k in a:
-        assert np.array_equal(a[k], b[k]), k
+    # 4 + 3: the straight run's block of 3 ends at step 6, after the resume
+    whole, resumed = straight_and_resumed(cls, small, {"K": 8, "phi_average": 3}, 11, 4, 3)
+    assert set(AVERAGE_STATE) <= set(whole.state())
     sa, sb = whole.snapshot(), resumed.snapshot()
     assert np.array_equal(sa.phi, sb.phi) and np.array_equal(sa.alpha, sb.alpha)
 

@@ -20,7 +20,7 @@ from topictool.models.hca.nplda import NpldaGibbs
 from topictool.snapshot import Snapshot
 from topictool.synth import hdp as synth_hdp
 
-from .conftest import make_corpus
+from .conftest import make_corpus, straight_and_resumed
 
 FIXED = {"sample_hyper_every": 0, "sample_discount_every": 0}
 
@@ -371,20 +371,7 @@ RESUME_CASES = [
 @pytest.mark.parametrize("cls,opts", RESUME_CASES, ids=["hdp-burst", "nplda-burst", "nplda", "hdp-phi-average"])
 def test_exact_resume(small, cls, opts):
     train, _ = small
-    whole = cls(train, opts, 11)
-    for _ in range(20):
-        whole.step()
-    half = cls(train, opts, 11)
-    for _ in range(10):
-        half.step()
-    arrays = {k: np.array(v) for k, v in half.state().items()}
-    resumed = cls.from_state(train, opts, arrays)
-    for _ in range(10):
-        resumed.step()
-    a, b = whole.state(), resumed.state()
-    assert sorted(a) == sorted(b)
-    for k in a:
-        assert np.array_equal(a[k], b[k]), k
+    whole, resumed = straight_and_resumed(cls, train, opts, 11, 10, 10)
     sa, sb = whole.snapshot(), resumed.snapshot()
     assert np.array_equal(sa.phi, sb.phi) and np.array_equal(sa.alpha, sb.alpha)
     assert whole.log_likelihood() == resumed.log_likelihood()
