@@ -37,7 +37,7 @@ from . import hyper as hp
 from . import parallel as par
 from . import sampler as smp
 from .burst import burst_statistics, max_in_document_count, max_slots
-from .pyp import log_binomial, node_log_factor, pyp_estimate, root_estimate, root_log_factor
+from .pyp import log_binomial, node_log_factor, pyp_estimate, root_estimate, root_log_factor, topic_word_estimate
 
 # option name -> index in the hyper array (sampler.H_*)
 HYPER_INDEX = {
@@ -159,6 +159,7 @@ class HcaGibbs(EstimateAverage, Model):
         }
         self._empty_R = np.zeros((1, 1))
         self._no_totals = np.zeros(0, dtype=np.int64)
+        self._no_tables = np.zeros((0, 0), dtype=np.int32)
         self._allocate_average()
 
     def initialise(self):
@@ -505,13 +506,11 @@ class HcaGibbs(EstimateAverage, Model):
 
     def phi_estimate(self):
         h = self.hyper
-        n = self.n_kw.T.astype(np.float64)
         if self.pyp_words:
-            phi = pyp_estimate(n, self.t_kw.T, h[smp.H_A_PHI], h[smp.H_B_PHI], self.beta_estimate()[None, :])
-        else:
-            beta = h[smp.H_BETA]
-            phi = (n + beta) / (n.sum(axis=1, keepdims=True) + self.W * beta)
-        return phi / phi.sum(axis=1, keepdims=True)
+            return topic_word_estimate(self.n_kw, self.t_kw, h[smp.H_A_PHI], h[smp.H_B_PHI], self.beta_estimate())
+        # the Dirichlet mean (n + beta) / (N + W beta): eq. 5 with no tables over a uniform parent
+        W, beta = self.W, h[smp.H_BETA]
+        return topic_word_estimate(self.n_kw, self._no_tables, 0.0, W * beta, np.full(W, 1.0 / W))
 
     def theta_estimate(self):
         """E[theta_d | counts] for every training document (D x K)."""

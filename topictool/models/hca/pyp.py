@@ -151,3 +151,36 @@ def pyp_estimate(n, t, a, b, parent):
     T = t.sum(axis=-1, keepdims=True)
     N = n.sum(axis=-1, keepdims=True)
     return (n - a * t + (b + a * T) * parent) / (b + N)
+
+
+# pyp_estimate for every topic node over the words at once, rows normalised: phi (K x W) from the
+# counts n_wk and tables t_wk (W x K, the sampler's layout; t_wk with no rows: no tables, a = 0).
+# One pass and one K x W array, where the numpy form made about ten: with phi_average the estimate
+# is made every sweep, and on ch (K = 100, W = 4,258) it cost as much as the sweep itself.
+@numba.njit(cache=True, nogil=True)
+def topic_word_estimate(n_wk, t_wk, a, b, parent):
+    W, K = n_wk.shape
+    tables = t_wk.shape[0] > 0
+    N = np.zeros(K)
+    T = np.zeros(K)
+    for w in range(W):
+        for k in range(K):
+            N[k] += n_wk[w, k]
+            if tables:
+                T[k] += t_wk[w, k]
+    phi = np.empty((K, W))
+    for k in range(K):
+        c = b + a * T[k]
+        inv = 1.0 / (b + N[k])
+        row = phi[k]
+        total = 0.0
+        for w in range(W):
+            x = n_wk[w, k] + c * parent[w]
+            if tables:
+                x -= a * t_wk[w, k]
+            x *= inv
+            row[w] = x
+            total += x
+        for w in range(W):
+            row[w] /= total
+    return phi
