@@ -11,8 +11,11 @@ the lda-scvb0 entry on 2026-11-28, when (F1)'s sum over the topics became eight 
 the hdp-online, hdp-online-sm and hdp-batch entries on 2026-11-28, when beta-hat's objective and
 alpha's Newton steps took their document sums from the kernels (libm's lgamma, in place of
 scipy's) and the quasi-Newton maximiser's inner products became loops in index order (in place of
-numpy's pairwise sums): the same updates, evaluated in another order; every other entry is the
-original recording. hdp-pcsvb0 keeps its recording with tables=bound,
+numpy's pairwise sums): the same updates, evaluated in another order; the hdp-gibbs,
+hdp-gibbs+burst and nplda-gibbs entries on 2026-11-29, when phi's estimate became one numba pass
+(hca/pyp.py, ``topic_word_estimate``: the same values, its rows laid out and so summed for the
+normalisation in another order, phi within 1e-15 of the old); every other entry is the original
+recording. hdp-pcsvb0 keeps its recording with tables=bound,
 its default until 2026-11-26; "hdp-pcsvb0+tables" (today's default, alpha's tables drawn) was
 recorded then.
 

@@ -159,7 +159,7 @@ class HcaGibbs(EstimateAverage, Model):
         }
         self._empty_R = np.zeros((1, 1))
         self._no_totals = np.zeros(0, dtype=np.int64)
-        self._no_tables = np.zeros((0, 0), dtype=np.int32)
+        self._no_tables, self._no_parent = np.zeros((0, 0), dtype=np.int32), np.zeros(0)
         self._allocate_average()
 
     def initialise(self):
@@ -507,10 +507,11 @@ class HcaGibbs(EstimateAverage, Model):
     def phi_estimate(self):
         h = self.hyper
         if self.pyp_words:
-            return topic_word_estimate(self.n_kw, self.t_kw, h[smp.H_A_PHI], h[smp.H_B_PHI], self.beta_estimate())
-        # the Dirichlet mean (n + beta) / (N + W beta): eq. 5 with no tables over a uniform parent
-        W, beta = self.W, h[smp.H_BETA]
-        return topic_word_estimate(self.n_kw, self._no_tables, 0.0, W * beta, np.full(W, 1.0 / W))
+            phi = topic_word_estimate(self.n_kw, self.t_kw, h[smp.H_A_PHI], h[smp.H_B_PHI], self.beta_estimate())
+        else:  # the Dirichlet mean (n + beta) / (N + W beta)
+            phi = topic_word_estimate(self.n_kw, self._no_tables, 0.0, h[smp.H_BETA], self._no_parent)
+        phi /= phi.sum(axis=1, keepdims=True)
+        return phi
 
     def theta_estimate(self):
         """E[theta_d | counts] for every training document (D x K)."""

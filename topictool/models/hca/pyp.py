@@ -153,10 +153,12 @@ def pyp_estimate(n, t, a, b, parent):
     return (n - a * t + (b + a * T) * parent) / (b + N)
 
 
-# pyp_estimate for every topic node over the words at once, rows normalised: phi (K x W) from the
-# counts n_wk and tables t_wk (W x K, the sampler's layout; t_wk with no rows: no tables, a = 0).
-# One pass and one K x W array, where the numpy form made about ten: with phi_average the estimate
-# is made every sweep, and on ch (K = 100, W = 4,258) it cost as much as the sweep itself.
+# Eq. 5 for every topic node over the words at once, before the rows are normalised: phi (K x W)
+# from the counts n_wk and tables t_wk (W x K, the sampler's layout) over the parent (W), or with no
+# tables (t_wk with no rows) the Dirichlet mean's numerator and denominator (n + beta) / (N + W beta)
+# (a and parent unused, b = beta). One pass and one K x W array, where numpy made about ten: with
+# phi_average the estimate is made every sweep, and on ch (K = 100, W = 4,258) it cost as much as
+# the sweep. Each element is computed in numpy's order (pyp_estimate), so the bits are the same.
 @numba.njit(cache=True, nogil=True)
 def topic_word_estimate(n_wk, t_wk, a, b, parent):
     W, K = n_wk.shape
@@ -170,17 +172,14 @@ def topic_word_estimate(n_wk, t_wk, a, b, parent):
                 T[k] += t_wk[w, k]
     phi = np.empty((K, W))
     for k in range(K):
-        c = b + a * T[k]
-        inv = 1.0 / (b + N[k])
         row = phi[k]
-        total = 0.0
-        for w in range(W):
-            x = n_wk[w, k] + c * parent[w]
-            if tables:
-                x -= a * t_wk[w, k]
-            x *= inv
-            row[w] = x
-            total += x
-        for w in range(W):
-            row[w] /= total
+        if tables:
+            c = b + a * T[k]
+            d = b + N[k]
+            for w in range(W):
+                row[w] = (n_wk[w, k] - a * t_wk[w, k] + c * parent[w]) / d
+        else:
+            d = N[k] + W * b
+            for w in range(W):
+                row[w] = (n_wk[w, k] + b) / d
     return phi
