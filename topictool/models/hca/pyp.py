@@ -158,7 +158,8 @@ def pyp_estimate(n, t, a, b, parent):
 # tables (t_wk with no rows) the Dirichlet mean's numerator and denominator (n + beta) / (N + W beta)
 # (a and parent unused, b = beta). One pass and one K x W array, where numpy made about ten: with
 # phi_average the estimate is made every sweep, and on ch (K = 100, W = 4,258) it cost as much as
-# the sweep. Each element is computed in numpy's order (pyp_estimate), so the bits are the same.
+# the sweep. Each element is computed in numpy's order, so it has pyp_estimate's bits (tested); the
+# caller normalises the rows.
 @numba.njit(cache=True, nogil=True)
 def topic_word_estimate(n_wk, t_wk, a, b, parent):
     W, K = n_wk.shape
