@@ -4,6 +4,7 @@ one-core environment for peers, and the LDA arguments every comparison takes.
 
 The scripts run as `python scripts/bench/NAME.py`, which puts this folder on sys.path."""
 
+import json
 import resource
 import sys
 import time
@@ -35,6 +36,19 @@ def peak_rss_mb(pid="self"):
             return float("nan")
         kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return kb / 1024.0 if sys.platform != "darwin" else kb / 2**20
+
+
+def model_options(items, **given):
+    """The model options of repeated ``--set KEY=VALUE`` arguments over ``given``: a value as JSON
+    (numbers, true, false), else as the string written."""
+    options = dict(given)
+    for item in items or ():
+        key, _, value = item.partition("=")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
 
 
 def timed_step(model):

@@ -18,7 +18,7 @@ import statistics
 import time
 from pathlib import Path
 
-from _common import load
+from _common import load, model_options
 
 
 def score(snapshot, test, method):
@@ -34,7 +34,7 @@ def run(corpus, a, seed):
 
     train, test = load(corpus), load(corpus, "test")
     cls = registry.get(a.model)
-    model = cls(train, cls.resolve_options({"K": a.K, "phi_average": a.average, **dict(a.set)}), seed)
+    model = cls(train, cls.resolve_options(model_options(a.set, K=a.K, phi_average=a.average)), seed)
     cpu = time.process_time()
     for _ in range(a.steps):
         model.step()
@@ -45,15 +45,6 @@ def run(corpus, a, seed):
     return {"corpus": Path(corpus).name, "seed": seed, "averaged": averaged, "last": last, "cpu_seconds": cpu}
 
 
-def option(text):
-    """KEY=VALUE: the value as JSON (numbers, true, false), else as a string."""
-    key, _, value = text.partition("=")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("corpora", nargs="+", help="prepared corpora with a test part")
@@ -62,7 +53,7 @@ def main():
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--average", type=int, default=100, help="phi_average (default 100: the last third)")
     p.add_argument("--seeds", default="1,2,3")
-    p.add_argument("--set", action="append", type=option, default=[], metavar="KEY=VALUE", help="more options")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="more options (JSON values)")
     p.add_argument("--json", help="write every run here")
     a = p.parse_args()
     seeds = [int(s) for s in a.seeds.split(",")]

@@ -18,7 +18,7 @@ import argparse
 import json
 import statistics
 
-from _common import load
+from _common import load, model_options
 
 
 def perplexity(cls, train, test, options, seed, threads, steps):
@@ -45,13 +45,7 @@ def main():
     from topictool.models import registry
 
     cls = registry.get(a.model)
-    options = {"K": a.K}
-    for item in a.set:
-        key, _, value = item.partition("=")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
+    options = model_options(a.set, K=a.K)
     train, test = load(a.corpus), load(a.corpus, "test")
     rows = []
     for seed in (int(s) for s in a.seeds.split(",")):

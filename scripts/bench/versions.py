@@ -32,7 +32,7 @@ if "NUMBA_CACHE_DIR" not in os.environ:
     atexit.register(shutil.rmtree, os.environ["NUMBA_CACHE_DIR"], True)
 
 import numpy as np  # noqa: E402
-from _common import alternated  # noqa: E402
+from _common import alternated, model_options  # noqa: E402
 
 
 def build(path, corpus_dir, name, options, threads):
@@ -62,13 +62,7 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--steps", type=int, default=12)
     a = p.parse_args()
-    options = {"K": a.K}
-    for kv in a.set:
-        key, value = kv.split("=", 1)
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
+    options = model_options(a.set, K=a.K)
     old = build(os.path.abspath(a.old), a.corpus, a.model, options, a.threads)
     new = build(os.path.abspath(a.new), a.corpus, a.model, options, a.threads)
     times = alternated({"old": old, "new": new}, a.warmup, a.steps)
