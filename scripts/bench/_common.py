@@ -21,6 +21,16 @@ ONE_CORE = {
 }
 
 
+def status_mb(field, pid="self"):
+    """A memory field of /proc/PID/status (VmRSS, VmHWM, ...) in MB; None where it cannot be read
+    (no /proc, or the process has exited)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith(field + ":")) / 1024.0
+    except (OSError, StopIteration):
+        return None
+
+
 def peak_rss_mb(pid="self"):
     """Peak resident memory of a process so far (this one by default), in MB: its own VmHWM.
 
@@ -28,14 +38,13 @@ def peak_rss_mb(pid="self"):
     it exec'd into ru_maxrss, so a worker started by a large Python process reports at least that
     process's size (a child of 9 MB under a parent of 500 MB reports 514 MB). VmHWM is the
     process's own memory only. Elsewhere (no /proc) ru_maxrss of this process is the fallback."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024.0
-    except (OSError, StopIteration):
-        if pid != "self":
-            return float("nan")
-        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return kb / 1024.0 if sys.platform != "darwin" else kb / 2**20
+    mb = status_mb("VmHWM", pid)
+    if mb is not None:
+        return mb
+    if pid != "self":
+        return float("nan")
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / 1024.0 if sys.platform != "darwin" else kb / 2**20
 
 
 def model_options(items, **given):

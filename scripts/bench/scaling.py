@@ -39,15 +39,12 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from _common import ONE_CORE, load, peak_rss_mb, save_snapshot, tomotopy_lda, tomotopy_phi
+from _common import ONE_CORE, load, peak_rss_mb, save_snapshot, status_mb, tomotopy_lda, tomotopy_phi
 
 
 def rss_mb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
+    mb = status_mb("VmRSS")
+    return float("nan") if mb is None else mb
 
 
 def array_bytes(obj):

@@ -32,7 +32,6 @@ those of the same models as topictool's defaults (HCA_FLAGS below): document-sid
 
 import argparse
 import json
-import math
 import os
 import resource
 import subprocess
@@ -42,7 +41,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import ONE_CORE, load, peak_rss_mb
+from _common import ONE_CORE, load, peak_rss_mb, status_mb
 
 MODELS = {"HDP-LDA": "hdp-gibbs", "NP-LDA": "nplda-gibbs"}
 # hca flags for the models topictool's defaults define (hca's manual, "Different models"; -S sets a
@@ -119,8 +118,8 @@ def run_measured(cmd, log):
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         peak = 0.0
         while proc.poll() is None:
-            now = peak_rss_mb(proc.pid)  # nan once it has exited
-            if not math.isnan(now):
+            now = status_mb("VmHWM", proc.pid)  # None once it has exited
+            if now is not None:
                 peak = max(peak, now)
             time.sleep(POLL)
     wall = time.perf_counter() - t
