@@ -32,9 +32,9 @@ def average_bytes(options, W):
 class EstimateAverage:
     """Mixin for a Model. The family defines ``_estimates()`` -> (phi (K x W, rows summing to 1),
     alpha (K)), its estimates from the current state; calls ``_allocate_average()`` in allocate(),
-    ``_accumulate_estimates()`` at the end of every step() (after the iteration count has moved)
-    when ``phi_average`` is on, and takes the snapshot's phi and alpha from ``_snapshot_estimates()``;
-    and adds ``_average_names()`` to the state's array names."""
+    ``_average_step()`` at the end of every step() (after the iteration count has moved), adding
+    what it returns to the step's metrics, and takes the snapshot's phi and alpha from
+    ``_snapshot_estimates()``; and adds ``_average_names()`` to the state's array names."""
 
     def _estimates(self):
         raise NotImplementedError
@@ -48,9 +48,11 @@ class EstimateAverage:
     def _average_names(self):
         return AVERAGE_STATE if self.phi_average else ()
 
-    def _accumulate_estimates(self):
-        """Adds this step's estimates to the current block; a block of ``phi_average`` steps, once
-        complete, replaces the previous one."""
+    def _average_step(self):
+        """Adds this step's estimates to the current block (a block of ``phi_average`` steps, once
+        complete, replaces the previous one); returns the step's metric, {} when off."""
+        if not self.phi_average:
+            return {}
         phi, alpha = self._estimates()
         self.phi_sum[1] += phi
         self.alpha_sum[1] += alpha
@@ -59,6 +61,7 @@ class EstimateAverage:
             self.alpha_sum[0] = self.alpha_sum[1]
             self.phi_sum[1] = 0.0
             self.alpha_sum[1] = 0.0
+        return {"phi_averaged_steps": self.averaged_steps()}
 
     def averaged_steps(self):
         """How many steps the snapshot's estimates average: the last N = ``phi_average`` at a

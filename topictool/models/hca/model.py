@@ -377,9 +377,7 @@ class HcaGibbs(EstimateAverage, Model):
         metrics.update(self.hyperparameters(summary=True))
         if self.burst:
             metrics["burst_table_fraction"] = float(self.r.sum()) / self.N
-        if self.phi_average:
-            self._accumulate_estimates()
-            metrics["phi_averaged_steps"] = self.averaged_steps()
+        metrics.update(self._average_step())
         return metrics
 
     # -- hyper-parameters -----------------------------------------------------------

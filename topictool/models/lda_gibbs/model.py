@@ -420,10 +420,7 @@ class LdaGibbs(EstimateAverage, Model):
         ):
             self._optimize_hyperparameters()
             optimized = True
-        averaged = {}
-        if self.phi_average:  # from the global counts: the same sums on every rank
-            self._accumulate_estimates()
-            averaged = {"phi_averaged_steps": self.averaged_steps()}
+        averaged = self._average_step()  # from the global counts: the same sums on every rank
         return {
             "alpha_sum": float(self.alpha.sum()),
             "beta": float(self.beta),
