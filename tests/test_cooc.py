@@ -317,12 +317,21 @@ def test_text_sources_lines_gz_dir_zip(tmp_path):
     with zipfile.ZipFile(tmp_path / "docs.zip", "w") as z:
         for i, t in enumerate(docs):
             z.writestr(f"d/{i}.txt", t)
+    # --source-format lines on a zip or directory: every member file's lines (webtext's layout)
+    halves = {"a.txt": "\n".join(docs[:3]) + "\n", "b.txt": "\n".join(docs[3:])}
+    (tmp_path / "linedir").mkdir()
+    with zipfile.ZipFile(tmp_path / "lines.zip", "w") as z:
+        for name, text in halves.items():
+            z.writestr(f"d/{name}", text)
+            (tmp_path / "linedir" / name).write_text(text)
     index = {"apple": 0, "banana": 1, "cherry": 2, "date": 3}
     ids = [[index.get(t, -1) for t in Tokenizer()(x)] for x in docs if x.strip()]
-    for source in ("docs.txt.gz", "dir", "docs.zip"):
+    sources = [("docs.txt.gz",), ("dir",), ("docs.zip",), ("lines.zip", "--source-format", "lines")]
+    sources.append(("linedir", "--source-format", "lines"))
+    for source, *how in sources:
         for window in ("3", "doc"):
             out = tmp_path / f"{source}-{window}.npz"
-            r = run("cooc", tmp_path / source, "--vocab", tmp_path / "v.txt", "-o", out, "--window", window)
+            r = run("cooc", tmp_path / source, *how, "--vocab", tmp_path / "v.txt", "-o", out, "--window", window)
             assert r.exit_code == 0, r.stderr
             ref = load_reference(out)
             assert ref.documents == 4

@@ -9,7 +9,7 @@ import pytest
 
 from topictool.corpus import load_corpus
 from topictool.corpus.ldac import read_ldac, write_ldac
-from topictool.corpus.prepare import PrepareOptions, build_corpus
+from topictool.corpus.prepare import PrepareOptions, build_corpus, prepare
 from topictool.corpus.tokenizer import Tokenizer
 from topictool.corpus.uci import read_uci, write_uci
 from topictool.corpus.vocabulary import read_vocab, select_words
@@ -90,6 +90,36 @@ def test_text_sources_dir_zip_lines(tmp_path):
     c = got[0]
     assert c.vocab == ("cat", "sat", "mat", "dog", "bird")  # stop words gone, first-seen order
     assert c.N == (2 + 1 + 1) + (1 + 1) + (2 + 1) and c.D == 3
+
+
+def test_lines_of_every_member_of_a_directory_or_zip(tmp_path):
+    """--source-format lines on a directory or zip reads every member file's lines as documents
+    (NLTK's webtext is laid out so), as the members' lines would read as one file of lines. It
+    used to read a zip's compressed bytes as one file of lines, which latin-1 decodes silently."""
+    members = {"a.txt": "doc one cat\ndog doc\n", "b.txt": "cat bird\n\r\nbird cat cat", "README": "not a doc\n"}
+    (tmp_path / "d").mkdir()
+    for name, text in members.items():
+        (tmp_path / "d" / name).write_text(text)
+    with zipfile.ZipFile(tmp_path / "z.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in members.items():
+            z.writestr(f"web/{name}", text)
+    (tmp_path / "all.txt").write_text(members["a.txt"] + members["b.txt"])
+    opts = PrepareOptions(min_count=1, test_fraction=0, source_format="lines", encoding="latin-1")
+    (d, fd), (z, fz), (one, _) = (build_corpus([tmp_path / s], opts) for s in ("d", "z.zip", "all.txt"))
+    assert d.equals(one) and z.equals(one) and d.D == 4  # the empty line is dropped, README skipped
+    assert fd["names"] == ["a.txt:1", "a.txt:2", "b.txt:1", "b.txt:3"]
+    assert fz["names"] == ["web/a.txt:1", "web/a.txt:2", "web/b.txt:1", "web/b.txt:3"]
+    assert fz["empty_documents_dropped"] == 1 and fz["skipped_files"]["names"] == ["web/README"]
+    assert "documents_per_folder" not in fz  # the documents are lines, not files
+    # streamed prepare (the CLI's path) gives the same corpus
+    prepare([tmp_path / "z.zip"], tmp_path / "out", opts)
+    assert load_corpus(tmp_path / "out").equals(one)
+    # a bad byte is named by member and line
+    with zipfile.ZipFile(tmp_path / "bad.zip", "w") as zf:
+        zf.writestr("web/a.txt", b"fine\nalso fine\nbad \xff here\n")
+    with pytest.raises(InputError) as e:
+        build_corpus([tmp_path / "bad.zip"], PrepareOptions(min_count=1, test_fraction=0, source_format="lines"))
+    assert "bad.zip!web/a.txt" in str(e.value) and ":3" in str(e.value) and "undecodable" in str(e.value)
 
 
 def test_fixed_vocabulary_drops_other_tokens(tmp_path):

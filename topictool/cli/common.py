@@ -37,8 +37,9 @@ source_format_option = click.option(
     type=click.Choice(["auto", "files", "lines", "ldac", "uci"]),
     default="auto",
     show_default=True,
-    help="How to read SOURCE: files (a directory or zip, a document each), lines (a document per line), ldac or "
-    "uci. auto: directories and zips are files, LdaC/UCI are recognised by name or content, else lines.",
+    help="How to read SOURCE: files (a directory or zip, a document each), lines (a document per line of a file, "
+    "or of every file of a directory or zip), ldac or uci. auto: directories and zips are files, LdaC/UCI are "
+    "recognised by name or content, else lines.",
 )
 
 #: --format of the commands that write a corpus directory (prepare, synth)

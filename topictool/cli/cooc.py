@@ -37,8 +37,8 @@ from .common import (
     type=click.Choice(["auto", "wiki", "lines", "files"]),
     default="auto",
     show_default=True,
-    help="wiki: a MediaWiki XML dump; lines: one document per line; files: a directory or zip of "
-    "documents. auto: dumps are recognised by their content.",
+    help="wiki: a MediaWiki XML dump; lines: one document per line (of a file, or of every file of a directory or "
+    "zip); files: a directory or zip of documents. auto: dumps are recognised by their content.",
 )
 @text_options
 @click.option(

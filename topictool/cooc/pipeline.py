@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import __version__, store
 from ..corpus.sources import decode
+from ..corpus.text import lines_kind
 from ..corpus.tokenizer import DEFAULT_PATTERN, Tokenizer
 from ..errors import InputError
 from ..signals import StopFlag
@@ -36,7 +37,8 @@ STATE_VERSION = 1
 
 
 def source_kind(path, source_format="auto"):
-    """'wiki' (MediaWiki XML dump), 'lines' (a document per line), 'dir' or 'zip'."""
+    """'wiki' (MediaWiki XML dump), 'lines' (a document per line; 'dir-lines' and 'zip-lines'
+    for every member file's lines), 'dir' or 'zip'."""
     from ..corpus.wikipedia import is_dump
 
     path = Path(path)
@@ -49,9 +51,7 @@ def source_kind(path, source_format="auto"):
             )
         return "wiki"
     if source_format == "lines":
-        if path.is_dir():
-            raise InputError("is a directory, not a file of lines", path)
-        return "lines"
+        return lines_kind(path)
     if path.is_dir():
         return "dir"
     if source_format == "files" or (path.suffix.lower() == ".zip" and zipfile.is_zipfile(path)):

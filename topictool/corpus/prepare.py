@@ -23,7 +23,7 @@ from .prepared import (
 from .sources import file_size
 from .split import split_documents
 from .stream import Part
-from .text import TextSource, documents_per_folder
+from .text import TextSource, documents_per_folder, lines_kind
 from .tokenizer import DEFAULT_PATTERN, Tokenizer, load_stopwords
 from .vocabulary import drop_empty_documents, prune, read_vocab, select_words, write_vocab
 
@@ -46,13 +46,15 @@ class PrepareOptions:
 
 
 def source_kind(path, source_format="auto"):
-    """'dir', 'zip', 'lines', 'ldac' or 'uci'."""
+    """'dir', 'zip', 'lines', 'dir-lines', 'zip-lines', 'ldac' or 'uci'."""
     path = Path(path)
     if not path.exists():
         raise InputError("no such file or directory", path)
     if source_format == "files":
         return "dir" if path.is_dir() else "zip"
-    if source_format in ("lines", "ldac", "uci"):
+    if source_format == "lines":
+        return lines_kind(path)
+    if source_format in ("ldac", "uci"):
         return source_format
     if path.is_dir():
         return "dir"
@@ -113,7 +115,7 @@ def read_text(sources, kinds, opts, fixed=None, stop=frozenset()):
         for name, text in source:
             builder.add(tokenize(text))
             names.append(name)
-            if k != "lines":
+            if not source.per_line:
                 files.append(name)
         skipped += source.skipped
     facts = {"oov_tokens_dropped": builder.oov}

@@ -93,7 +93,7 @@ def _batches(sources):
         for name, text in source:
             names.append(name)
             texts.append(text)
-            files.append(source.kind != "lines")
+            files.append(not source.per_line)
             size += len(text)
             if size >= BATCH_CHARS or len(texts) >= BATCH_DOCS:
                 yield names, texts, files

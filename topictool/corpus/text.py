@@ -1,6 +1,7 @@
 """Plain-text sources: a directory of files, a .zip of files, or one document per line."""
 
 import fnmatch
+import io
 import os
 import zipfile
 from pathlib import Path
@@ -22,12 +23,30 @@ def not_a_document(name):
     return any(fnmatch.fnmatch(base, pattern) for pattern in NOT_DOCUMENTS)
 
 
+#: kinds of text source whose documents are lines: a file, or the member files of a directory or zip
+LINE_KINDS = ("lines", "dir-lines", "zip-lines")
+
+
+def lines_kind(path):
+    """The kind of ``path`` read a document per line: 'dir-lines' or 'zip-lines' (every member
+    file's lines, as NLTK's webtext is laid out) or 'lines' (one file). A zip read as one file of
+    lines would be its compressed bytes, which latin-1 decodes without a word of complaint."""
+    path = Path(path)
+    if path.is_dir():
+        return "dir-lines"
+    if path.is_file() and zipfile.is_zipfile(path):  # not a FIFO: is_zipfile would read from it
+        return "zip-lines"
+    return "lines"
+
+
 class TextSource:
     """The documents of one text source, named by their file (or line) and read in order.
 
     kind: 'dir' (one document per file, recursive, sorted), 'zip' (one per member file,
-    sorted), 'lines' (one per line). Files not matching ``include`` are not read; files that
-    are plainly not documents (``not_a_document``) are skipped and listed in ``skipped``."""
+    sorted), 'lines' (one per line), 'dir-lines' and 'zip-lines' (one per line of every member
+    file, in the members' order; named 'member:line'). Files not matching ``include`` are not
+    read; files that are plainly not documents (``not_a_document``) are skipped and listed in
+    ``skipped``."""
 
     def __init__(self, path, kind, encoding="utf-8", errors="strict", include="*"):
         self.path, self.kind = Path(path), kind
@@ -36,12 +55,17 @@ class TextSource:
         self.bytes_read = 0  # raw bytes of the documents read so far (a lines file: its size once read)
         self._members = None
 
+    @property
+    def per_line(self):
+        """True when the documents are lines, not files."""
+        return self.kind in LINE_KINDS
+
     def members(self):
-        """The documents' names of a directory or zip, listed now (prepare lists them before it
+        """The member files of a directory or zip, listed now (prepare lists them before it
         creates its output, which may lie inside the directory); None for a lines file."""
-        if self._members is None and self.kind == "dir":
+        if self._members is None and self.kind in ("dir", "dir-lines"):
             self._members = self._select(_walk(self.path))
-        elif self._members is None and self.kind == "zip":
+        elif self._members is None and self.kind in ("zip", "zip-lines"):
             with self._open_zip() as zf:
                 self._members = self._select(i.filename for i in zf.infolist() if not i.is_dir())
         return self._members
@@ -59,16 +83,28 @@ class TextSource:
             for lineno, line in read_lines(path, self.encoding, self.errors):
                 yield f"{path.name}:{lineno}", line
             self.bytes_read += file_size(path)
-        elif self.kind == "dir":
+            return
+        for name, where, raw in self._member_bytes():
+            self.bytes_read += len(raw)
+            if not self.per_line:
+                yield name, decode(raw, where, 1, self.encoding, self.errors)
+                continue
+            # split as a file of lines is (at b"\n"), so a member reads as that file would alone
+            for lineno, line in enumerate(io.BytesIO(raw), 1):
+                yield f"{name}:{lineno}", decode(line, where, lineno, self.encoding, self.errors).rstrip("\r\n")
+
+    def _member_bytes(self):
+        """(name, the path errors name, raw bytes) of every member file of a directory or zip."""
+        path = self.path
+        if self.kind in ("dir", "dir-lines"):
             for name in self.members():
                 f = path / name
                 try:
                     raw = f.read_bytes()
                 except OSError as e:
                     raise InputError(f"cannot read: {e.strerror}", f) from None
-                self.bytes_read += len(raw)
-                yield name, decode(raw, f, 1, self.encoding, self.errors)
-        elif self.kind == "zip":
+                yield name, f, raw
+        elif self.kind in ("zip", "zip-lines"):
             names = self.members()
             with self._open_zip() as zf:
                 for name in names:
@@ -76,8 +112,7 @@ class TextSource:
                         raw = zf.read(name)
                     except (zipfile.BadZipFile, OSError, EOFError) as e:
                         raise InputError(f"damaged member {name}: {e}", path) from None
-                    self.bytes_read += len(raw)
-                    yield name, decode(raw, f"{path}!{name}", 1, self.encoding, self.errors)
+                    yield name, f"{path}!{name}", raw
         else:  # pragma: no cover - callers pass a known kind
             raise ValueError(self.kind)
 
