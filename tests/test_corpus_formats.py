@@ -9,7 +9,7 @@ import pytest
 
 from topictool.corpus import load_corpus
 from topictool.corpus.ldac import read_ldac, write_ldac
-from topictool.corpus.prepare import PrepareOptions, build_corpus, prepare
+from topictool.corpus.prepare import PrepareOptions, build_corpus, prepare, source_kind
 from topictool.corpus.tokenizer import Tokenizer
 from topictool.corpus.uci import read_uci, write_uci
 from topictool.corpus.vocabulary import read_vocab, select_words
@@ -114,6 +114,10 @@ def test_lines_of_every_member_of_a_directory_or_zip(tmp_path):
     # streamed prepare (the CLI's path) gives the same corpus
     prepare([tmp_path / "z.zip"], tmp_path / "out", opts)
     assert load_corpus(tmp_path / "out").equals(one)
+    # a file of lines whose end happens to hold a zip's end record is still a file of lines
+    tail = tmp_path / "tail.txt"
+    tail.write_bytes(b"doc one cat\ndog doc\nPK\x05\x06" + bytes(18))
+    assert zipfile.is_zipfile(tail) and source_kind(tail, "lines") == "lines"
     # a bad byte is named by member and line
     with zipfile.ZipFile(tmp_path / "bad.zip", "w") as zf:
         zf.writestr("web/a.txt", b"fine\nalso fine\nbad \xff here\n")

@@ -34,9 +34,22 @@ def lines_kind(path):
     path = Path(path)
     if path.is_dir():
         return "dir-lines"
-    if path.is_file() and zipfile.is_zipfile(path):  # not a FIFO: is_zipfile would read from it
+    if _starts_as_zip(path) and zipfile.is_zipfile(path):
         return "zip-lines"
     return "lines"
+
+
+def _starts_as_zip(path):
+    """True when ``path`` is a regular file (a FIFO would be consumed) that begins as a zip does.
+    is_zipfile alone looks for its end record anywhere in the last 64 KB, which a large .gz or
+    .bz2 file of lines can hold by chance."""
+    if not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) in (b"PK\x03\x04", b"PK\x05\x06")
+    except OSError:
+        return False
 
 
 class TextSource:
