@@ -86,12 +86,19 @@ def read_lines(path, encoding="utf-8", errors="strict"):
     with open_binary(path) as f:
         lineno = 0
         try:
-            for lineno, raw in enumerate(f, 1):
-                yield lineno, decode(raw, path, lineno, encoding, errors).rstrip("\r\n")
+            for lineno, line in decode_lines(f, path, encoding, errors):
+                yield lineno, line
         except (OSError, EOFError, ValueError) as e:
             if isinstance(e, InputError):
                 raise
             raise InputError(f"cannot read (damaged compressed data?): {e}", path, lineno + 1) from None
+
+
+def decode_lines(f, path, encoding="utf-8", errors="strict"):
+    """(line number, decoded line without newline) of a binary stream, split at b"\\n"; bad bytes
+    are reported as in ``path`` at their line."""
+    for lineno, raw in enumerate(f, 1):
+        yield lineno, decode(raw, path, lineno, encoding, errors).rstrip("\r\n")
 
 
 def decode(raw, path, lineno, encoding="utf-8", errors="strict"):

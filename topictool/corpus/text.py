@@ -7,7 +7,7 @@ import zipfile
 from pathlib import Path
 
 from ..errors import InputError
-from .sources import decode, file_size, read_lines
+from .sources import decode, decode_lines, file_size, read_lines
 
 #: members of a directory or zip that are plainly not documents of the collection (file names,
 #: matched without regard to case); hidden files and macOS's __MACOSX folders are skipped too
@@ -102,9 +102,9 @@ class TextSource:
             if not self.per_line:
                 yield name, decode(raw, where, 1, self.encoding, self.errors)
                 continue
-            # split as a file of lines is (at b"\n"), so a member reads as that file would alone
-            for lineno, line in enumerate(io.BytesIO(raw), 1):
-                yield f"{name}:{lineno}", decode(line, where, lineno, self.encoding, self.errors).rstrip("\r\n")
+            # split and decoded as read_lines does a file, so a member reads as that file would alone
+            for lineno, line in decode_lines(io.BytesIO(raw), where, self.encoding, self.errors):
+                yield f"{name}:{lineno}", line
 
     def _member_bytes(self):
         """(name, the path errors name, raw bytes) of every member file of a directory or zip."""
