@@ -73,12 +73,17 @@ class TextSource:
         """True when the documents are lines, not files."""
         return self.kind in LINE_KINDS
 
+    @property
+    def container(self):
+        """'dir' or 'zip' for the kinds that read member files, 'lines' for one file."""
+        return self.kind.removesuffix("-lines")
+
     def members(self):
         """The member files of a directory or zip, listed now (prepare lists them before it
         creates its output, which may lie inside the directory); None for a lines file."""
-        if self._members is None and self.kind in ("dir", "dir-lines"):
+        if self._members is None and self.container == "dir":
             self._members = self._select(_walk(self.path))
-        elif self._members is None and self.kind in ("zip", "zip-lines"):
+        elif self._members is None and self.container == "zip":
             with self._open_zip() as zf:
                 self._members = self._select(i.filename for i in zf.infolist() if not i.is_dir())
         return self._members
@@ -109,7 +114,7 @@ class TextSource:
     def _member_bytes(self):
         """(name, the path errors name, raw bytes) of every member file of a directory or zip."""
         path = self.path
-        if self.kind in ("dir", "dir-lines"):
+        if self.container == "dir":
             for name in self.members():
                 f = path / name
                 try:
@@ -117,7 +122,7 @@ class TextSource:
                 except OSError as e:
                     raise InputError(f"cannot read: {e.strerror}", f) from None
                 yield name, f, raw
-        elif self.kind in ("zip", "zip-lines"):
+        elif self.container == "zip":
             names = self.members()
             with self._open_zip() as zf:
                 for name in names:
