@@ -14,7 +14,10 @@ scipy's) and the quasi-Newton maximiser's inner products became loops in index o
 numpy's pairwise sums): the same updates, evaluated in another order; the hdp-gibbs,
 hdp-gibbs+burst and nplda-gibbs entries on 2026-11-29, when phi's estimate became one numba pass
 (hca/pyp.py, ``topic_word_estimate``: the same values, its rows laid out and so summed for the
-normalisation in another order, phi within 1e-15 of the old); every other entry is the original
+normalisation in another order, phi within 1e-15 of the old), and again on 2026-12-01, when their
+sweep began moving a token's customers with the seating summed out instead of by table indicators
+(hca/pyp.py, "One customer's seat": a different chain on the same posterior, which no longer
+blocks); every other entry is the original
 recording. hdp-pcsvb0 keeps its recording with tables=bound,
 its default until 2026-11-26; "hdp-pcsvb0+tables" (today's default, alpha's tables drawn) was
 recorded then.

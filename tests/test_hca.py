@@ -45,11 +45,12 @@ def poch(b, a, T):
     return out
 
 
-def node_factor(n, t, a, b, S):
-    """Paper eq. 3 exactly: (b|a)_T Gamma(b)/Gamma(b+N) prod S^n_t / C(n, t)."""
+def node_factor(n, t, a, b, S, indicators=False):
+    """pyp.py's eq. 3' exactly: (b|a)_T Gamma(b)/Gamma(b+N) prod S^n_t; with ``indicators`` the
+    paper's eq. 3, each term divided by C(n, t) (the burst nodes, whose indicators are stored)."""
     out = poch(b, a, sum(t)) / poch(b, Fraction(1), sum(n))
     for nk, tk in zip(n, t):
-        out *= S[nk][tk] / math.comb(nk, tk)
+        out *= S[nk][tk] / (math.comb(nk, tk) if indicators else 1)
     return out
 
 
@@ -63,47 +64,80 @@ def gem_factor(counts, a0, b0):
 
 
 # ----------------------------------------------------------------------------
-# 3. one data point: conditionals against ratios of posterior factors
+# 3. one customer's seat (pyp.py): against the seatings themselves, enumerated
+
+
+def set_partitions(n):
+    if n == 0:
+        yield []
+        return
+    for p in set_partitions(n - 1):
+        for i in range(len(p)):
+            yield p[:i] + [p[i] + [n - 1]] + p[i + 1 :]
+        yield p + [[n - 1]]
+
+
+def seating_weight(blocks, a):
+    """A seating's own weight at a node: prod over its tables of (1 - a)_{size - 1}."""
+    out = Fraction(1)
+    for block in blocks:
+        out *= poch(1 - a, Fraction(1), len(block) - 1)
+    return out
 
 
 @pytest.mark.parametrize("a", [Fraction(0), Fraction(3, 10), Fraction(7, 10)])
-def test_indicator_conditional_is_ratio_of_posterior_factors(a):
-    """Document node (counts n, tables t) under a GEM root (counts T): enumerate the (topic,
-    indicator) choices of one new customer, weight each by the ratio of the joint factors
-    (node x root) after / before, and compare with the sampler's formula."""
+def test_a_leaving_customer_sat_alone_as_often_as_the_seatings_say(a):
+    """P(alone | n, t) = S^{n-1}_{t-1} / S^n_t: the weight of the seatings of n customers at t
+    tables in which customer 0 sits alone, over all of them; the Stirling numbers' own sums too."""
+    R = stirling.StirlingTable(float(a), 12, t_cap=12).R
+    for n in range(1, 8):
+        for t in range(1, n + 1):
+            seatings = [p for p in set_partitions(n) if len(p) == t]
+            total = sum(seating_weight(p, a) for p in seatings)
+            assert total == exact_stirling(a, 8)[n][t]
+            alone = sum(seating_weight(p, a) for p in seatings if [0] in p)
+            assert pyp.alone(R, float(a), n, t) == pytest.approx(float(alone / total), rel=1e-12, abs=1e-15), (n, t)
+
+
+@pytest.mark.parametrize("a", [Fraction(0), Fraction(3, 10), Fraction(7, 10)])
+def test_an_entering_customer_joins_or_opens_as_the_seatings_say(a):
+    """Document node with explicit seatings of its topics under a GEM root: for every seating with
+    the given counts, the joint factor (the node's (b|a)_T / (b)_N prod_tables (1 - a)_{size-1}
+    times the root's) after one more customer over before, summed over the tables it may join,
+    is the sampler's weight: join_weight / (b + N), and (b + a T) / (b + N) p_root for a new table."""
     b, a0, b0 = Fraction(3, 2), Fraction(1, 5), Fraction(7, 10)
-    n = [3, 1, 0, 5, 0]
-    t = [2, 1, 0, 1, 0]
+    sizes = [[2, 1], [1], [], [5], []]  # table sizes of each topic's tables
     root = [4, 2, 1, 3, 0]  # root counts (tables from all documents); topic 4 unused
-    S = exact_stirling(a, 12)
-    af = float(a)
-    R = stirling.StirlingTable(af, 12, t_cap=12).R
-    before = node_factor(n, t, a, b, S) * gem_factor(root, a0, b0)
-    exact, formula = {}, {}
-    K = len(n)
+    n, t = [sum(x) for x in sizes], [len(x) for x in sizes]
+    K, N, T = len(n), sum(n), sum(t)
     used = sum(c > 0 for c in root)
     first_empty = next(k for k in range(K) if root[k] == 0)
-    T_d = sum(t)
+
+    def joint(sz, rt):
+        out = poch(b, a, sum(len(x) for x in sz)) / poch(b, Fraction(1), sum(map(sum, sz)))
+        for tables in sz:
+            for size in tables:
+                out *= poch(1 - a, Fraction(1), size - 1)
+        return out * gem_factor(rt, a0, b0)
+
+    before = joint(sizes, root)
     for k in range(K):
-        for u in (0, 1):
-            n2, t2, r2 = list(n), list(t), list(root)
-            n2[k] += 1
-            t2[k] += u
-            r2[k] += u
-            if t2[k] == 0 or t2[k] > n2[k]:
-                continue
-            if u == 1 and root[k] == 0 and k != first_empty:
-                continue  # a new topic always takes the first empty index (hca's convention)
-            exact[k, u] = float(node_factor(n2, t2, a, b, S) * gem_factor(r2, a0, b0) / before)
-            A, B = pyp.indicator_weights(R, af, n[k], t[k])
-            p_root = pyp.root_numerator(root[k], k == first_empty, float(a0), float(b0), used) * pyp.root_norm(
-                sum(root), float(b0)
-            )
-            common = 1.0 / (float(b) + sum(n))
-            formula[k, u] = common * ((float(b) + af * T_d) * A * p_root if u else B)
-    assert set(exact) == set(formula)
-    for key in exact:
-        assert formula[key] == pytest.approx(exact[key], rel=1e-12), key
+        join = sum(
+            joint([x if j != k else x[:i] + [x[i] + 1] + x[i + 1 :] for j, x in enumerate(sizes)], root)
+            for i in range(len(sizes[k]))
+        )
+        join = float(join / before)
+        got_join = pyp.join_weight(float(a), n[k], t[k]) / (float(b) + N)
+        assert got_join == pytest.approx(join, rel=1e-12, abs=1e-15), k
+        if root[k] == 0 and k != first_empty:
+            continue  # a new topic always takes the first empty index (hca's convention)
+        grown = [x + [1] if j == k else x for j, x in enumerate(sizes)]
+        r2 = [c + (j == k) for j, c in enumerate(root)]
+        opened = float(joint(grown, r2) / before)
+        p_root = pyp.root_numerator(root[k], k == first_empty, float(a0), float(b0), used) * pyp.root_norm(
+            sum(root), float(b0)
+        )
+        assert (float(b) + float(a) * T) / (float(b) + N) * p_root == pytest.approx(opened, rel=1e-12), k
 
 
 def test_word_root_probability_is_ratio_of_gem_factors():
@@ -132,7 +166,7 @@ def test_burst_factor_matches_eq6(a):
     S_ = exact_stirling(a, 10)
     af = float(a)
     R = stirling.StirlingTable(af, 10, t_cap=10).R
-    before = node_factor(n, s, a, b, S_)
+    before = node_factor(n, s, a, b, S_, indicators=True)
     for w in range(len(n)):
         for r in (0, 1):
             n2, s2 = list(n), list(s)
@@ -140,7 +174,7 @@ def test_burst_factor_matches_eq6(a):
             s2[w] += r
             if s2[w] == 0:
                 continue
-            ratio = float(node_factor(n2, s2, a, b, S_) / before)  # for r = 1 times p_k(w) (not included)
+            ratio = float(node_factor(n2, s2, a, b, S_, indicators=True) / before)  # r = 1: times p_k(w)
             coef, zero = burst_weights(R, af, float(b), n[w], s[w], sum(s), sum(n))
             assert (coef if r else zero) == pytest.approx(ratio, rel=1e-12)
         if n[w] == 0:  # eq. 7: r = 1 only, weight (b + a S) / (b + N)
@@ -171,16 +205,6 @@ def tiny_corpus():
     return make_corpus([{0: 2, 1: 1}, {1: 1, 2: 1}], ["a", "b", "c"])
 
 
-def set_partitions(n):
-    if n == 0:
-        yield []
-        return
-    for p in set_partitions(n - 1):
-        for i in range(len(p)):
-            yield p[:i] + [p[i] + [n - 1]] + p[i + 1 :]
-        yield p + [[n - 1]]
-
-
 def canonical(model):
     """The state up to relabelling of topics."""
     z, r, t_dk, t_kw = model.z, model.r, model.t_dk, model.t_kw
@@ -200,8 +224,8 @@ def canonical(model):
 
 
 def exact_posterior(cls, corpus, opts):
-    """Every state (z up to relabelling, tables, burst indicators) with its posterior probability:
-    exp(log_likelihood) summed over which customers head the document / topic tables (x C(n, t))."""
+    """Every state (z up to relabelling, table counts, burst indicators) with its posterior
+    probability, exp(log_likelihood)."""
     base = cls(corpus, opts, 1)
     N, K = base.N, base.K
     doc = np.repeat(np.arange(base.D), np.diff(base.token_ptr))
@@ -242,8 +266,6 @@ def exact_posterior(cls, corpus, opts):
                         arrays["r"] = r
                     m = cls.from_state(corpus, opts, arrays)
                     ll = m.log_likelihood()
-                    ll += sum(math.log(math.comb(int(n_dk[c]), int(v))) for c, v in zip(cells_d, td))
-                    ll += sum(math.log(math.comb(int(n_kw[c]), int(v))) for c, v in zip(cells_w, tw))
                     key = canonical(m)
                     assert key not in out
                     out[key] = ll

@@ -71,8 +71,8 @@ def test_burst_statistics_on_threads_are_the_serial_ones(corpora):
 @pytest.mark.parametrize("cls,burst", CASES, ids=IDS)
 def test_invariants_hold_after_every_threaded_sweep(corpora, cls, burst):
     """check_invariants after every sweep: n_kw, n_k, T_k, TW_k, TwT against the assignments
-    and tables, the cached factors Aw, Bw against their recomputation, 1 <= t <= n in every
-    cell (the schedule never lets two threads touch one cell, so nothing needs repair)."""
+    and tables, 1 <= t <= n in every cell (the schedule never lets two threads touch one cell,
+    so nothing needs repair)."""
     train, _ = corpora
     m = cls(train, {"K": 15, "burst": burst, "sample_discount_every": 2}, 11, threads=3)
     for _ in range(5):

@@ -1,4 +1,4 @@
-"""hdp-gibbs: HDP-LDA by table-indicator Gibbs sampling (hca's ``-B0.001`` with its default
+"""hdp-gibbs: HDP-LDA by collapsed Gibbs sampling over table counts (hca's ``-B0.001`` with its default
 document side; Buntine & Mishra 2014, "HDP-LDA").
 
     alpha   ~ GEM(0, b_alpha), truncated at K topics

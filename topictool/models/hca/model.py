@@ -10,8 +10,7 @@ hyper (the hyper-parameters, sampler.H_*), t_kw (tables per topic and word, NP-L
 r (burst indicator per token) and burst_concentration (b_psi_k per topic), burst only;
 phi_sum and alpha_sum with phi_average only (models/averaging.py); with base's seed, iteration and
 RNG stream.
-Everything else -- n_kw, n_k, the root counts, the cached factors -- is recomputed from these on
-resume (restored()).
+Everything else -- n_kw, n_k, the root counts -- is recomputed from these on resume (restored()).
 
 Threads (parallel.py): with --threads T > 1 a sweep is T rounds of a vocabulary-partitioned
 schedule: documents and words are each cut into T blocks, and in round r thread t samples the
@@ -132,8 +131,6 @@ class HcaGibbs(EstimateAverage, Model):
         self.T_k = np.zeros(K, dtype=np.int64)
         wk = (W, K) if self.pyp_words else (0, 0)
         self.t_kw = np.zeros(wk, dtype=np.int32)
-        self.Aw = np.zeros(wk, dtype=np.float32)
-        self.Bw = np.zeros(wk, dtype=np.float32)
         self.TW_k = np.zeros(K if self.pyp_words else 0, dtype=np.int64)
         self.TwT = np.zeros(W if self.pyp_words else 0, dtype=np.int64)
         self.hyper = np.zeros(smp.N_HYPER, dtype=np.float64)
@@ -164,14 +161,12 @@ class HcaGibbs(EstimateAverage, Model):
 
     def initialise(self):
         smp.random_topics(self.z, self.K, self.rng)
-        if self.pyp_words:
-            self.Aw[:] = 1.0  # pyp.indicator_weights of an empty cell: (A, B) = (1, 0)
         self._run_sweep(adding=True)
         self._compute_extent()
 
     def restored(self):
         """Check what base cannot (values against the corpus and each other), then rebuild
-        everything derived from (z, r, t_dk, t_kw, hyper): counts, root counts, tables, caches."""
+        everything derived from (z, r, t_dk, t_kw, hyper): counts, root counts, Stirling tables."""
         if int(self.z.min()) < 0 or int(self.z.max()) >= self.K:
             raise InputError(f"state has topic assignments outside 0..{self.K - 1} (K={self.K})")
         if self.burst and not np.all(self.burst_concentration > 0):
@@ -192,8 +187,6 @@ class HcaGibbs(EstimateAverage, Model):
             self.TW_k[:] = self.t_kw.sum(axis=0, dtype=np.int64)
             self.TwT[:] = self.t_kw.sum(axis=1, dtype=np.int64)
         self._compute_extent()
-        if self.pyp_words:
-            smp.fill_word_caches(self.n_kw, self.t_kw, self.tables["phi"].R, h[smp.H_A_PHI], self.Aw, self.Bw)
 
     def _count_words(self):
         """n_kw and n_k from z (and r)."""
@@ -281,8 +274,6 @@ class HcaGibbs(EstimateAverage, Model):
                 self.n_kw,
                 self.n_k,
                 self.t_kw,
-                self.Aw,
-                self.Bw,
                 self.TW_k,
                 self.TwT,
                 self.T_k,
@@ -333,7 +324,7 @@ class HcaGibbs(EstimateAverage, Model):
                     False, d, i, self.token_ptr,
                     self.doc_ptr[: sc.docs[a + 1] + 1],  # the prefix ends the loop at the block's end
                     self.word_ids, self.counts, self.z, self.r, self.t_dk,
-                    self.n_kw, sc.n_k[t], self.t_kw, self.Aw, self.Bw, sc.TW_k[t], self.TwT, sc.T_k[t],
+                    self.n_kw, sc.n_k[t], self.t_kw, sc.TW_k[t], self.TwT, sc.T_k[t],
                     self._R("theta"), self._R("phi", self.pyp_words), self._R("psi", self.burst),
                     self.hyper, self.burst_concentration,
                     smp.WORD_PYP if self.pyp_words else smp.WORD_DIRICHLET,
@@ -446,7 +437,6 @@ class HcaGibbs(EstimateAverage, Model):
                 pairs = sorted_pairs(self.n_kw, self.t_kw)
                 h[smp.H_A_PHI] = hp.sample_discount(h[smp.H_A_PHI], h[smp.H_B_PHI], self.TW_k, pairs, rng)
                 self.tables["phi"].set_discount(h[smp.H_A_PHI])
-                smp.fill_word_caches(self.n_kw, self.t_kw, self.tables["phi"].R, h[smp.H_A_PHI], self.Aw, self.Bw)
                 done.append("a_phi")
             if self._free("a_beta") and h[smp.H_A_BETA] > 0:
                 h[smp.H_A_BETA] = hp.sample_root_discount(h[smp.H_A_BETA], h[smp.H_B_BETA], self.TwT, rng)
@@ -552,9 +542,10 @@ class HcaGibbs(EstimateAverage, Model):
     # -- likelihood ---------------------------------------------------------------------
 
     def log_likelihood(self):
-        """log of the collapsed posterior of (w, z, tables, r): the product of every node's eq. 3
-        factor (document nodes, the alpha root, topic nodes or the Dirichlet, the beta root,
-        burst nodes), given the hyper-parameters."""
+        """log of the collapsed posterior of (w, z, table counts, r): the product of every node's
+        factor (pyp.py's eq. 3' at the document nodes, the alpha root, the topic nodes or the
+        Dirichlet, the beta root; at the burst nodes, whose indicators r are part of the state,
+        the paper's eq. 3), given the hyper-parameters."""
         h = self.hyper
         n_dk = self.doc_topics()
         R = self.tables["theta"].R
@@ -614,11 +605,6 @@ class HcaGibbs(EstimateAverage, Model):
                 fail("TW_k differs from the sum of t_kw over words")
             if not np.array_equal(self.TwT, tw.sum(axis=1, dtype=np.int64)):
                 fail("beta root counts differ from the sum of t_kw over topics")
-            Aw = np.zeros_like(self.Aw)
-            Bw = np.zeros_like(self.Bw)
-            smp.fill_word_caches(self.n_kw, self.t_kw, self.tables["phi"].R, self.hyper[smp.H_A_PHI], Aw, Bw)
-            if not (np.array_equal(Aw, self.Aw) and np.array_equal(Bw, self.Bw)):
-                fail("cached word factors differ from their recomputation")
         if self.burst:
             _, topic_N, topic_S, _, pair_n, pair_s = self._burst_stats()
             if np.any(topic_S > topic_N) or np.any(topic_S < 1):

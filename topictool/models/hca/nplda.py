@@ -1,4 +1,4 @@
-"""nplda-gibbs: NP-LDA by table-indicator Gibbs sampling (hca's default model; Buntine &
+"""nplda-gibbs: NP-LDA by collapsed Gibbs sampling over table counts (hca's default model; Buntine &
 Mishra 2014, "NP-LDA": Pitman-Yor processes with GEM roots on both sides).
 
     alpha   ~ GEM(a_alpha, b_alpha), truncated at K topics
@@ -7,8 +7,7 @@ Mishra 2014, "NP-LDA": Pitman-Yor processes with GEM roots on both sides).
     phi_k   ~ PYP(a_phi, b_phi, beta)
     z ~ theta_d, w ~ phi_z                    [with burst=true: w ~ psi_{d,z}, burst.py]
 
-Options with hca's defaults except a_theta and a_alpha, whose hca default is 0.5 (hca's name
-in brackets): K, a_theta [a] = 0, b_theta [b] = 10,
+Options with hca 0.63's defaults (its name in brackets): K, a_theta [a] = 0, b_theta [b] = 10,
 a_alpha [a0] = 0, b_alpha [b0] = 10, a_phi [aw] = 0.5, b_phi [bw] = 100, a_beta [aw0] = 0.5,
 b_beta [bw0] = 10, burst, burst_discount [ad] = 0.5 (the manual's -Sad=0.5), burst_concentration
 [bdk] = 100, sample_hyper_every = 3, sample_discount_every = 11, sample_hyper_after = 0, fix, phi_average = 0 (the

@@ -13,7 +13,7 @@ changed cores every round cost the movie reviews' two-thread cells 1.5-2 ms of 1
 
 - exclusive to thread t: the round's documents' z, r and rows of t_dk (the document nodes, and
   with burst the psi_dk nodes and their slot caches, rebuilt from z and r whenever the kernel
-  enters a document), and its word block's rows of n_kw, t_kw, Aw, Bw and TwT (the topic
+  enters a document), and its word block's rows of n_kw, t_kw and TwT (the topic
   nodes' cells of those words and the word root's counts of them). Each row is written by one
   thread only, so every per-cell statistic and every table-count constraint 0 <= t <= n,
   t >= 1 when n > 0, holds exactly as in the serial sweep;

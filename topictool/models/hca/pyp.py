@@ -1,4 +1,4 @@
-"""Pitman-Yor nodes with table indicators: posterior factors, per-point ratios, estimates.
+"""Pitman-Yor nodes with table counts: posterior factors, the seat of one customer, estimates.
 
 Notation (Buntine & Mishra 2014, sect. 2-3; Chen, Du & Buntine 2011). A node is a
 Pitman-Yor process PYP(a, b, parent) whose restaurant holds, for every outcome k
@@ -6,21 +6,31 @@ Pitman-Yor process PYP(a, b, parent) whose restaurant holds, for every outcome k
 N = sum n_k, T = sum t_k. Each table sends one customer to the parent node. With the
 seating collapsed and only the table counts kept, the node contributes the posterior factor
 
-    (b|a)_T  Gamma(b) / Gamma(b + N)  prod_k  S^{n_k}_{t_k,a} / C(n_k, t_k)             (paper eq. 3)
+    (b|a)_T  Gamma(b) / Gamma(b + N)  prod_k  S^{n_k}_{t_k,a}                          (eq. 3')
 
-with (b|a)_T = prod_{i<T} (b + i a) (Pochhammer with increment a), S the generalised
-Stirling numbers (topictool/kernels/stirling.py) and C the binomial coefficient (the
-1/C(n, t) comes from the table indicators u: which t of the n customers opened tables).
-Adding one customer for outcome k multiplies (3) by (paper eq. 4)
+with (b|a)_T = prod_{i<T} (b + i a) (Pochhammer with increment a) and S the generalised
+Stirling numbers (topictool/kernels/stirling.py): S^n_{t,a} sums prod_tables (1 - a)_{size-1}
+over the ways n labelled customers sit at t tables. (The paper's eq. 3 divides each term by
+C(n, t): it keeps table indicators, which of the n customers opened the tables, in the state.
+Summed over the C(n, t) choices it is eq. 3'.)
 
-    u = 1 (opens a table; the parent receives a customer):
-        (b + a T) / (b + N) * S^{n+1}_{t+1,a} / S^n_{t,a} * (t+1)/(n+1) * p_parent(k)
-    u = 0 (joins a table):
-        1 / (b + N)         * S^{n+1}_{t,a}   / S^n_{t,a} * (n-t+1)/(n+1)
+One customer's seat, the seating summed out (``alone``, ``join_weight``). Given the counts,
+a seating has probability prod_tables (1 - a)_{size-1} / S^n_t. The samplers move a customer in
+two exact Gibbs steps on (counts, seating), keeping only the counts:
 
-and for n = t = 0 only u = 1 is possible, with factor (b + a T)/(b + N) p_parent(k).
-``indicator_weights`` returns the two Stirling-and-binomial parts (A for u=1, B for u=0);
-the samplers multiply in the rest.
+    leave:  it sat alone, so its table and the table's customer at the parent go too, with
+            P(alone | n, t) = S^{n-1}_{t-1,a} / S^n_{t,a}   (0 when t = 1 < n, 1 when t = n);
+            otherwise the table stays
+    enter:  joins one of the t_k tables of k      weight (n_k - a t_k) / (b + N)
+            opens a new table of k               weight (b + a T) / (b + N) * p_parent(k)
+
+(the CRP's own rule: joining table j weighs size_j - a, summed over k's tables). So a customer
+can always leave. The table-indicator sampler of Chen, Du & Buntine (hca's) draws instead
+whether it is a table's indicator customer (probability t/n), and when that customer is the
+only one of its outcome's tables (t = 1 < n) it cannot leave: the token is "blocked" and keeps
+its topic. On the corpora of docs/models/hca.md that is 1 % of NP-LDA's document-side updates
+and 10 % of its word side (state_union, K = 100). The bursty front end keeps per-token
+indicators r, as hca does (burst.py and ``indicator_weights`` below).
 
 Roots. Both hierarchies end in a truncated GEM(a0, b0) over K topics (alpha) or over the
 W words (beta, NP-LDA): every atom is one "table", so the root keeps customer counts
@@ -57,8 +67,10 @@ def log_binomial(n, t):
     return math.lgamma(n + 1.0) - math.lgamma(t + 1.0) - math.lgamma(n - t + 1.0)
 
 
-# Eq. 4 without (b + aT)/(b + N) p_parent: A = S^{n+1}_{t+1}/S^n_t (t+1)/(n+1) (u=1),
-# B = S^{n+1}_t/S^n_t (n-t+1)/(n+1) (u=0); (A, B) = (1, 0) for an empty outcome.
+# A node with stored indicators (the burst nodes, burst.py: r says which customers opened the
+# tables), paper eq. 4 without (b + aT)/(b + N) p_parent: A = S^{n+1}_{t+1}/S^n_t (t+1)/(n+1)
+# (the new customer opens a table), B = S^{n+1}_t/S^n_t (n-t+1)/(n+1) (joins one); (A, B) = (1, 0)
+# for an empty outcome.
 @numba.njit(cache=True, nogil=True, inline="always")
 def indicator_weights(R, a, n, t):
     if t == 0:
@@ -66,6 +78,22 @@ def indicator_weights(R, a, n, t):
     A = ratio_new_table(R, a, n, t) * (t + 1.0) / (n + 1.0)
     B = ratio_same_tables(R, a, n, t) * (n - t + 1.0) / (n + 1.0)
     return A, B
+
+
+# "enter" above: the weight of joining one of the t tables of n customers (times 1/(b + N)).
+@numba.njit(cache=True, nogil=True, inline="always")
+def join_weight(a, n, t):
+    return n - a * t
+
+
+# "leave" above: P(a given customer of n at t tables sits alone) = S^{n-1}_{t-1,a} / S^n_{t,a},
+# from R[n-1, t] = S^{n-1}_{t-1}/S^{n-1}_t and S^n_t = S^{n-1}_{t-1} + (n-1 - t a) S^{n-1}_t.
+@numba.njit(cache=True, nogil=True, inline="always")
+def alone(R, a, n, t):
+    if t >= n:
+        return 1.0
+    r = R[n - 1, t]
+    return r / ((n - 1 - t * a) + r)
 
 
 # Root urn numerator of p_root(k) (see the module docstring); the denominator is root_norm.
@@ -92,8 +120,8 @@ def word_root_probability(count, total, used, W, a0, b0):
     return (b0 + a0 * used) / ((total + b0) * (W - used))
 
 
-# Eq. 3 in logs for one node: counts n (K), tables t (K); R a ratio table for discount a
-# covering max n and max t. Used for likelihoods and (in tests) against eq. 4.
+# Eq. 3' in logs for one node: counts n (K), tables t (K); R a ratio table for discount a
+# covering max n and max t. Used for likelihoods and (in tests) against the seating.
 @numba.njit(cache=True, nogil=True)
 def node_log_factor(n, t, a, b, R):
     N = 0
@@ -103,7 +131,7 @@ def node_log_factor(n, t, a, b, R):
         N += n[k]
         T += t[k]
         if n[k] > 0:
-            s += log_stirling_from_table(R, a, n[k], t[k]) - log_binomial(n[k], t[k])
+            s += log_stirling_from_table(R, a, n[k], t[k])
     return s + log_pochhammer(b, a, T) - log_rising(b, N)
 
 

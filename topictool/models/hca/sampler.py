@@ -1,4 +1,4 @@
-"""The block table-indicator Gibbs sweep of hdp-gibbs and nplda-gibbs (Buntine & Mishra 2014).
+"""The Gibbs sweep of hdp-gibbs and nplda-gibbs over topics and table counts (Buntine & Mishra 2014).
 
 Model (pyp.py has the node algebra, burst.py the burstiness front end):
 
@@ -15,26 +15,30 @@ Model (pyp.py has the node algebra, burst.py the burstiness front end):
 State: the topic z of every token, the burst indicator r (burst only), and table counts:
 t_dk (document d, topic k), t_kw (topic k, word w; WORD_PYP). Customer counts n_dk are
 rebuilt per document from z; n_kw and n_k count the tokens that reach the topic model
-(r = 1). No per-customer table identities are stored (Chen, Du & Buntine 2011).
+(r = 1). No seating is stored: only how many tables each cell has (pyp.py).
 
-One token update (``sweep``), "sample z, then the table indicators up the hierarchy jointly":
+One token update (``sweep``), its customers moved with the seating summed out (pyp.py, "One
+customer's seat"):
 
-1. Removal. Which of the token's customers are table heads is not stored; given the counts
-   every customer of a cell is a head with probability t/n (exchangeability), so that is
-   drawn. If removing a head would leave n > 0 customers at t = 0 tables (or, for a burst
-   indicator r = 1 stored per token, s_wk = 0 with n_wk > 0), the token's conditional is a
-   point mass on its current state and it is left as it is ("blocked").
-2. Topic. p(z = k | rest) is summed over the indicator configurations (paper eq. 4 at the
-   document node, times the word side: eq. 4 at the topic node for WORD_PYP or the
-   Dirichlet (n_kw + beta)/(n_k + W beta), wrapped by eq. 6/7 with burst).
-3. Indicators for the chosen k, top-down: r (eq. 6), the document-table indicator u (eq. 4,
-   probability of its u = 1 term), the topic-table indicator (eq. 4 at the topic node, only
-   if r = 1). Then all counts are added.
+1. Leave. The token's customer leaves its document cell (d, k) and, if it reaches the topic
+   model, its cell (k, w); at each it sat alone with probability pyp.alone(n, t), and then
+   its table and that table's customer at the parent (the alpha root, the word root) go too.
+   A customer can always leave, except with burst: a token whose stored indicator r = 1 makes
+   it the only table (s_wk = 1) of a word that has more copies under k in the document is left
+   as it is ("blocked", eq. 6's indicators, as in hca).
+2. Topic. p(z = k | rest) is summed over joining and opening at each node: the document
+   node's (n_dk - a t_dk) + (b + a T_d) p_alpha(k), times the word side, the topic node's
+   ((n_kw - a t_kw) + (b + a T_k) p_beta(w)) / (b + n_k) for WORD_PYP or the Dirichlet
+   (n_kw + beta)/(n_k + W beta), wrapped by eq. 6/7 with burst.
+3. For the chosen k, top-down: r (eq. 6), whether the document customer opens a table (its
+   term's share of step 2's document factor), and whether the topic customer does (only if
+   r = 1). Then all counts are added.
 
-Speed: the K-term sum of step 2 uses per-topic factors cached as products, refreshed only
-for the two topics a token leaves and joins (the document side per document; the word side
-per (word, topic) cell in Aw, Bw). Every cached number is a pure function of the integer
-counts and the hyper-parameters, which is what makes a resumed run bit-for-bit identical.
+Speed: the K-term sum of step 2 uses per-topic factors, refreshed only for the two topics a
+token leaves and joins (the document side per document in Bd and P; the word side's 1/(b + n_k)
+and (b + a T_k)/(b + n_k) in wk0, wk1), and reads the cell (k, w)'s n_kw and t_kw. Every number
+is a pure function of the integer counts and the hyper-parameters, which is what makes a
+resumed run bit-for-bit identical.
 
 Stirling tables grow on demand: before each token the sweep checks that the tables cover
 the largest counts seen so far plus the one customer a token can add; if not it returns
@@ -48,7 +52,7 @@ import numpy as np
 from ...kernels.jit import no_nrt
 from ...kernels.rng import uniform
 from .burst import burst_weights
-from .pyp import indicator_weights, root_norm, root_numerator, word_root_probability
+from .pyp import alone, join_weight, root_norm, root_numerator, word_root_probability
 
 WORD_DIRICHLET = 0
 WORD_PYP = 1
@@ -105,7 +109,7 @@ def _draw(cum, total, u):
 # Root (alpha) bookkeeping after T_k changes by delta: K+, the first empty topic and the
 # urn numerators P (pyp.root_numerator) of every topic whose numerator changed.
 @no_nrt
-def _root_change(k, delta, T_k, gs, P, PA, Ad, a0, b0):
+def _root_change(k, delta, T_k, gs, P, a0, b0):
     K = T_k.shape[0]
     old = T_k[k]
     T_k[k] = old + delta
@@ -125,14 +129,11 @@ def _root_change(k, delta, T_k, gs, P, PA, Ad, a0, b0):
         if fe < 0 or k < fe:
             if fe >= 0:
                 P[fe] = 0.0
-                PA[fe] = 0.0
             gs[2] = k
     P[k] = root_numerator(T_k[k], k == gs[2], a0, b0, gs[1])
-    PA[k] = P[k] * Ad[k]
     fe = gs[2]
     if fe >= 0:
         P[fe] = root_numerator(0, True, a0, b0, gs[1])
-        PA[fe] = P[fe] * Ad[fe]
 
 
 @no_nrt
@@ -160,17 +161,6 @@ def _word_topic_factors(k, pyp_words, n_k, TW_k, hyper, W, wk1, wk0):
         wk0[k] = 0.0
 
 
-@numba.njit(cache=True, nogil=True)
-def fill_word_caches(n_kw, t_kw, R_phi, a_phi, Aw, Bw):
-    """Aw, Bw = pyp.indicator_weights of every (word, topic) cell of the topic nodes."""
-    W, K = n_kw.shape
-    for w in range(W):
-        for k in range(K):
-            A, B = indicator_weights(R_phi, a_phi, n_kw[w, k], t_kw[w, k])
-            Aw[w, k] = A
-            Bw[w, k] = B
-
-
 # One sweep (or, with adding=True, the initial sequential placement of every token with its
 # topic fixed): the algorithm of the module docstring. Returns (status, document, token).
 # Only tokens of words w_lo <= w < w_hi are sampled (all of them on one thread); word_totals,
@@ -191,8 +181,6 @@ def sweep(
     n_kw,
     n_k,
     t_kw,
-    Aw,
-    Bw,
     TW_k,
     TwT,
     T_k,
@@ -218,9 +206,7 @@ def sweep(
     wk1 = np.empty(K)
     wk0 = np.empty(K)
     ndk = np.zeros(K, dtype=np.int64)
-    Ad = np.empty(K)
     Bd = np.empty(K)
-    PA = np.empty(K)
     S_k = np.zeros(K, dtype=np.int64)
     Z1 = np.empty(K)
     Z0 = np.empty(K)
@@ -228,17 +214,17 @@ def sweep(
     sw = np.zeros((max(n_slots, 1), K), dtype=np.int32)
     cum = np.empty(K)
     return _sweep_documents(
-        adding, d_begin, i_begin, token_ptr, doc_ptr, word_ids, counts, z, r, t_dk, n_kw, n_k, t_kw, Aw, Bw, TW_k, TwT,
+        adding, d_begin, i_begin, token_ptr, doc_ptr, word_ids, counts, z, r, t_dk, n_kw, n_k, t_kw, TW_k, TwT,
         T_k, R_theta, R_phi, R_psi, hyper, b_psi, word_mode, burst, n_slots, extent, bounds, rng, stats, w_lo, w_hi,
-        word_totals, gs, P, wk1, wk0, ndk, Ad, Bd, PA, S_k, Z1, Z0, nw, sw, cum,
+        word_totals, gs, P, wk1, wk0, ndk, Bd, S_k, Z1, Z0, nw, sw, cum,
     )  # fmt: skip
 
 
 @no_nrt
 def _sweep_documents(
-    adding, d_begin, i_begin, token_ptr, doc_ptr, word_ids, counts, z, r, t_dk, n_kw, n_k, t_kw, Aw, Bw, TW_k, TwT,
+    adding, d_begin, i_begin, token_ptr, doc_ptr, word_ids, counts, z, r, t_dk, n_kw, n_k, t_kw, TW_k, TwT,
     T_k, R_theta, R_phi, R_psi, hyper, b_psi, word_mode, burst, n_slots, extent, bounds, rng, stats, w_lo, w_hi,
-    word_totals, gs, P, wk1, wk0, ndk, Ad, Bd, PA, S_k, Z1, Z0, nw, sw, cum,
+    word_totals, gs, P, wk1, wk0, ndk, Bd, S_k, Z1, Z0, nw, sw, cum,
 ):  # fmt: skip
     """The sweep, given its scratch (kernels/jit.py; gs zero): the global counts and per-topic
     factors, then the documents."""
@@ -307,10 +293,7 @@ def _sweep_documents(
         Td = 0
         for k in range(K):
             Td += t_dk[d, k]
-            A, B = indicator_weights(R_theta, a, ndk[k], t_dk[d, k])
-            Ad[k] = A
-            Bd[k] = B
-            PA[k] = P[k] * A
+            Bd[k] = join_weight(a, ndk[k], t_dk[d, k])
             if burst:
                 Z0[k] = 1.0 / (b_psi[k] + ndk[k])
                 Z1[k] = (b_psi[k] + a_psi * S_k[k]) * Z0[k]
@@ -345,36 +328,26 @@ def _sweep_documents(
                 rr = r[i] if burst else 1
 
                 if not adding:
-                    # 1. removal: draw the token's indicators given the counts; blocked => keep
-                    n0 = ndk[k]
-                    t0 = t_dk[d, k]
-                    u_doc = 1
-                    if n0 > 1:
-                        u_doc = 1 if uniform(rng, 0) * n0 < t0 else 0
-                    blocked = u_doc == 1 and t0 == 1 and n0 > 1
-                    if not blocked and sl >= 0 and rr == 1 and nw[sl, k] > 1 and sw[sl, k] == 1:
-                        blocked = True
-                    u_w = 0
-                    if not blocked and pyp_words and rr == 1:
-                        nn = n_kw[w, k]
-                        tt = t_kw[w, k]
-                        u_w = 1
-                        if nn > 1:
-                            u_w = 1 if uniform(rng, 0) * nn < tt else 0
-                        blocked = u_w == 1 and tt == 1 and nn > 1
-                    if blocked:
+                    # 1. leave: the burst indicator may block; else the customers go, each with its
+                    # table when it sat alone (u = 1)
+                    if sl >= 0 and rr == 1 and nw[sl, k] > 1 and sw[sl, k] == 1:
                         stats[S_BLOCKED] += 1
                         i += 1
                         continue
+                    u_doc = 1
+                    if ndk[k] > 1:
+                        u_doc = 1 if uniform(rng, 0) < alone(R_theta, a, ndk[k], t_dk[d, k]) else 0
+                    u_w = 0
+                    if pyp_words and rr == 1:
+                        u_w = 1
+                        if n_kw[w, k] > 1:
+                            u_w = 1 if uniform(rng, 0) < alone(R_phi, a_phi, n_kw[w, k], t_kw[w, k]) else 0
                     ndk[k] -= 1
                     t_dk[d, k] -= u_doc
                     if u_doc:
                         Td -= 1
-                        _root_change(k, -1, T_k, gs, P, PA, Ad, a0, b0)
-                    A, B = indicator_weights(R_theta, a, ndk[k], t_dk[d, k])
-                    Ad[k] = A
-                    Bd[k] = B
-                    PA[k] = P[k] * A
+                        _root_change(k, -1, T_k, gs, P, a0, b0)
+                    Bd[k] = join_weight(a, ndk[k], t_dk[d, k])
                     if burst:
                         if sl >= 0:
                             nw[sl, k] -= 1
@@ -389,12 +362,9 @@ def _sweep_documents(
                             t_kw[w, k] -= u_w
                             if u_w:
                                 _word_root_change(w, k, -1, TW_k, TwT, gs)
-                            A, B = indicator_weights(R_phi, a_phi, n_kw[w, k], t_kw[w, k])
-                            Aw[w, k] = A
-                            Bw[w, k] = B
                         _word_topic_factors(k, pyp_words, n_k, TW_k, hyper, W, wk1, wk0)
 
-                # 2. the topic: sum over indicator configurations (eq. 4 x word side x eq. 6/7)
+                # 2. the topic: each node's join + open weights (pyp.py) x eq. 6/7 with burst
                 cT = (b + a * Td) * root_norm(gs[0], b0)
                 pb = 0.0
                 if pyp_words:
@@ -404,10 +374,10 @@ def _sweep_documents(
                 else:
                     total = 0.0
                     for kk in range(K):
-                        F = cT * PA[kk] + Bd[kk]
+                        F = cT * P[kk] + Bd[kk]
                         if F > 0.0:
                             if pyp_words:
-                                G = pb * wk1[kk] * Aw[w, kk] + wk0[kk] * Bw[w, kk]
+                                G = pb * wk1[kk] + wk0[kk] * join_weight(a_phi, n_kw[w, kk], t_kw[w, kk])
                             else:
                                 G = (n_kw[w, kk] + beta) * wk1[kk]
                             if burst:
@@ -425,11 +395,11 @@ def _sweep_documents(
                         knew = _draw(cum, total, uniform(rng, 0))
                     stats[S_SAMPLED] += 1
 
-                # 3. the indicators of the chosen topic, top-down
-                F = cT * PA[knew] + Bd[knew]
+                # 3. for the chosen topic, top-down: r, then whether each customer opens a table
+                F = cT * P[knew] + Bd[knew]
                 if pyp_words:
-                    G1 = pb * wk1[knew] * Aw[w, knew]
-                    G = G1 + wk0[knew] * Bw[w, knew]
+                    G1 = pb * wk1[knew]
+                    G = G1 + wk0[knew] * join_weight(a_phi, n_kw[w, knew], t_kw[w, knew])
                 else:
                     G1 = (n_kw[w, knew] + beta) * wk1[knew]
                     G = G1
@@ -441,24 +411,21 @@ def _sweep_documents(
                     rr = 1 if uniform(rng, 0) * (one * G + zero) < one * G else 0
                 u_doc = 1
                 if t_dk[d, knew] > 0:
-                    u_doc = 1 if uniform(rng, 0) * F < cT * PA[knew] else 0
+                    u_doc = 1 if uniform(rng, 0) * F < cT * P[knew] else 0
                 u_w = 0
                 if pyp_words and rr:
                     u_w = 1
                     if t_kw[w, knew] > 0:
                         u_w = 1 if uniform(rng, 0) * G < G1 else 0
 
-                # add the token with its indicators
+                # add the token's customers, with the tables they opened
                 k = knew
                 ndk[k] += 1
                 t_dk[d, k] += u_doc
                 if u_doc:
                     Td += 1
-                    _root_change(k, 1, T_k, gs, P, PA, Ad, a0, b0)
-                A, B = indicator_weights(R_theta, a, ndk[k], t_dk[d, k])
-                Ad[k] = A
-                Bd[k] = B
-                PA[k] = P[k] * A
+                    _root_change(k, 1, T_k, gs, P, a0, b0)
+                Bd[k] = join_weight(a, ndk[k], t_dk[d, k])
                 if ndk[k] > extent[X_N_THETA]:
                     extent[X_N_THETA] = ndk[k]
                 if t_dk[d, k] > extent[X_T_THETA]:
@@ -482,9 +449,6 @@ def _sweep_documents(
                         t_kw[w, k] += u_w
                         if u_w:
                             _word_root_change(w, k, 1, TW_k, TwT, gs)
-                        A, B = indicator_weights(R_phi, a_phi, n_kw[w, k], t_kw[w, k])
-                        Aw[w, k] = A
-                        Bw[w, k] = B
                         if n_kw[w, k] > extent[X_N_PHI]:
                             extent[X_N_PHI] = n_kw[w, k]
                         if t_kw[w, k] > extent[X_T_PHI]:
