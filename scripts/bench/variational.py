@@ -13,7 +13,8 @@ matrix and alpha are turned into a Snapshot first):
   collapsed  the paper's protocol (Bleier 2013): PCSVB0 vs SCVB0 (alpha = 0.1) vs
              PCVB0, beta = 0.01, T = 200, 30 iterations, held-out perplexity every
              few iterations against documents seen (test documents split 70/30:
-             --holdout fraction:0.3).
+             --holdout fraction:0.3); with --gibbs-too the final models are also
+             scored by issue 19's evaluator (every 5th token, Gibbs fold-in).
   variants   what clumping and minibatches do to PCSVB0's speed and perplexity.
 
     python scripts/bench/variational.py svi /tmp/movies --K 100 --passes 10 --json svi.json
@@ -267,8 +268,14 @@ def curve_child(a):
         if it % a.eval_every == 0 or it == a.iterations:
             ev = document_completion(model.snapshot(), test, holdout=a.holdout, method="vb", seed=1)
             w = model.snapshot().topic_weight
+            row = {}
+            if a.gibbs_too and it == a.iterations:  # the issue's evaluator as well, on the final model
+                row["perplexity_gibbs"] = document_completion(
+                    model.snapshot(), test, holdout="every:5", method="gibbs", burn_in=10, samples=40, seed=1
+                )["perplexity"]
             rows.append(
                 {
+                    **row,
                     "iteration": it,
                     "documents_seen": metrics["documents_seen"],
                     "seconds": wall,
@@ -305,7 +312,7 @@ def part_curves(a, runs):
             a.holdout,
             "--seed",
             str(seed),
-        ]
+        ] + (["--gibbs-too"] if a.gibbs_too else [])
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             print(f"{label}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
@@ -328,6 +335,11 @@ def part_curves(a, runs):
             cpu = np.mean([f["cpu_seconds"] for f in final])
             spread = p.max() - p.min()
             print(f"{label:26s} {p.mean():9.1f} ({p.min():.1f} - {p.max():.1f})  spread {spread:6.1f}  {cpu:6.1f}")
+        if a.gibbs_too:
+            print(f"\nthe same final models by Gibbs fold-in, every 5th token held out (seeds {a.seeds}):")
+            for label in dict.fromkeys(r["label"] for r in results):
+                p = np.array([r["rows"][-1]["perplexity_gibbs"] for r in results if r["label"] == label])
+                print(f"{label:26s} {p.mean():9.1f} ({p.min():.1f} - {p.max():.1f})  spread {p.max() - p.min():6.1f}")
     if results and len(seeds) == 1:
         its = [row["iteration"] for row in results[0]["rows"]]
         print("\nheld-out perplexity against documents seen:")
@@ -379,6 +391,11 @@ def main():
     p.add_argument("--config", default=str(Path(__file__).resolve().parents[2] / "configs" / "pcsvb0-comparison.toml"))
     p.add_argument("--iterations", type=int, default=30)
     p.add_argument("--eval-every", type=int, default=3)
+    p.add_argument(
+        "--gibbs-too",
+        action="store_true",
+        help="Also score each final model as issue 19's evaluator does: every 5th token held out, Gibbs fold-in.",
+    )
     # children
     p.add_argument("--one", help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
