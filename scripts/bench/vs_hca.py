@@ -23,6 +23,7 @@ and memory; --write-doc replaces the table between the markers in docs/models/hc
     python scripts/bench/vs_hca.py /tmp/mv /tmp/ch /tmp/su --seeds 1,2,3,4,5 --json vs_hca.json
     HCA_BINARY=$HOME/hca/HCA/hca/hca python scripts/bench/vs_hca.py /tmp/mv --write-doc
     python scripts/bench/vs_hca.py --merge a.json b.json --write-doc    # seeds run as separate jobs
+    python scripts/bench/vs_hca.py /tmp/ch --equal-time-from a.json --json t.json   # then --merge a.json t.json
 
 Without HCA_BINARY the hca rows are skipped with one line saying so (hca is not part of
 topictool and is never downloaded or built by this script). The model flags given to hca are
@@ -202,6 +203,35 @@ def write_doc(text):
     DOC.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
 
 
+def equal_time_from(a, seeds):
+    """topictool's equal-time rows from an earlier --json run (no-equal-time): for every corpus given
+    and model, the cycles that fit in that run's mean hca CPU seconds at its topictool's CPU seconds
+    a cycle, the same third of them averaged; the rows a --merge adds to the earlier run's."""
+    runs = {}
+    for path in a.equal_time_from:
+        for r in json.loads(Path(path).read_text())["results"]:
+            runs[(r["corpus"], r["label"], r["system"] == "hca")] = r["runs"]
+    results = []
+    for corpus in a.corpora:
+        name = Path(corpus).name
+        for label in a.models.split(","):
+            model = MODELS[label]
+            ours, theirs = runs.get((name, label, False)), runs.get((name, label, True))
+            if not ours or not theirs:
+                sys.exit(f"{name} {label}: no topictool and hca rows in {', '.join(a.equal_time_from)}")
+            per_cycle = np.mean([r["cpu_seconds"] for r in ours]) / ours[0]["cycles"]
+            cycles = int(np.mean([r["cpu_seconds"] for r in theirs]) / per_cycle)
+            avg = max(1, round(a.average * cycles / a.cycles))
+            same = [run_topictool(corpus, model, s, a, cycles, avg) for s in seeds]
+            row = dict(corpus=name, label=label, system=f"topictool {model}, hca's CPU time", runs=same)
+            row["summary"] = summary(same)
+            results.append(row)
+            s = row["summary"]
+            print(f"{name:12s} {label:8s} {row['system']:40s} {s['perplexity_mean']:9.1f}  {cycles} cycles", flush=True)
+    if a.json:
+        Path(a.json).write_text(json.dumps({"args": vars(a), "results": results}, indent=1))
+
+
 def merge(a):
     """The runs of several --json files as one table: rows of the same corpus, model and system
     pooled (their seeds together), in the order they first appear."""
@@ -213,7 +243,14 @@ def merge(a):
             key = (r["corpus"], r["label"], r["system"])
             rows.setdefault(key, dict(corpus=r["corpus"], label=r["label"], system=r["system"], runs=[]))
             rows[key]["runs"] += r["runs"]
-    results = list(rows.values())
+    corpora = list(dict.fromkeys(key[0] for key in rows))
+    rank = {"hca": 1}  # topictool's equal-cycles row, hca's, topictool's at hca's CPU time
+
+    def order(r):
+        system = 2 if r["system"].endswith("hca's CPU time") else rank.get(r["system"], 0)
+        return corpora.index(r["corpus"]), list(MODELS).index(r["label"]), system
+
+    results = sorted(rows.values(), key=order)
     for r in results:
         r["summary"] = summary(r["runs"])
     text = table(results, ",".join(seeds))
@@ -242,6 +279,12 @@ def main():
         metavar="JSON",
         help="no runs: one table of the runs in these --json files (e.g. seeds split over jobs)",
     )
+    ap.add_argument(
+        "--equal-time-from",
+        nargs="+",
+        metavar="JSON",
+        help="only topictool's equal-time rows, from the hca and topictool CPU seconds of these --json runs",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -255,6 +298,8 @@ def main():
     if not 0 <= a.average <= a.cycles:
         sys.exit("--average must be between 0 and --cycles")
     seeds = [int(s) for s in a.seeds.split(",")]
+    if a.equal_time_from:
+        return equal_time_from(a, seeds)
     binary = os.environ.get("HCA_BINARY")
     if not binary:
         print("hca: skipped (HCA_BINARY is not set to a built hca executable)", flush=True)
