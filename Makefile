@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # The tour on a built-in default: the Griffiths-Steyvers bars (20 true topics on a
-# 10x10 grid) -> a prepared corpus -> HDP-LDA by table-indicator Gibbs and the online
+# 10x10 grid) -> a prepared corpus -> HDP-LDA by Gibbs sampling over table counts and the online
 # variational HDP with split-merge moves, both started with more or fewer topics than
 # the truth -> held-out perplexity -> the recovered topics drawn as 10x10 pictures.
 demo: $(STAMP)
