@@ -8,8 +8,9 @@ define, for a discount 0 <= a < 1,
 
 so S^n_{1,a} = (1 - a)_{n-1} (a rising factorial), S^n_{n,a} = 1, and for a = 0 these are
 the unsigned Stirling numbers of the first kind. They count the ways n customers of a
-Pitman-Yor restaurant sit at t tables; the table-indicator sampler (Chen, Du & Buntine
-2011) needs them through the posterior factor S^n_{t,a} / C(n, t) of every node.
+Pitman-Yor restaurant sit at t tables; the hca samplers need them through the posterior
+factor S^n_{t,a} of every node (S^n_{t,a} / C(n, t) where, as at the burst nodes, the
+state also says which customers opened the tables: Chen, Du & Buntine 2011).
 
 What the samplers need are ratios, and ratios are what is stored. The table kept here
 is the within-row ratio

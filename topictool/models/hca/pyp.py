@@ -25,12 +25,12 @@ two exact Gibbs steps on (counts, seating), keeping only the counts:
             opens a new table of k               weight (b + a T) / (b + N) * p_parent(k)
 
 (the CRP's own rule: joining table j weighs size_j - a, summed over k's tables). So a customer
-can always leave. The table-indicator sampler of Chen, Du & Buntine (hca's) draws instead
-whether it is a table's indicator customer (probability t/n), and when that customer is the
-only one of its outcome's tables (t = 1 < n) it cannot leave: the token is "blocked" and keeps
-its topic. On the corpora of docs/models/hca.md that is 1 % of NP-LDA's document-side updates
-and 10 % of its word side (state_union, K = 100). The bursty front end keeps per-token
-indicators r, as hca does (burst.py and ``indicator_weights`` below).
+can always leave. The table-indicator sampler of Chen, Du & Buntine (hca's) instead stores
+which customers opened tables (one drawn with probability t/n), and a customer that opened
+the only table of its outcome while others still sit there (t = 1 < n) cannot leave: the
+token is "blocked" and keeps its topic. On state_union (K = 100, docs/models/hca.md) that is
+1 % of NP-LDA's document-side updates and 10 % of its word side. The bursty front end keeps
+per-token indicators r, as hca does (burst.py and ``indicator_weights`` below).
 
 Roots. Both hierarchies end in a truncated GEM(a0, b0) over K topics (alpha) or over the
 W words (beta, NP-LDA): every atom is one "table", so the root keeps customer counts
