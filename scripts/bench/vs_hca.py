@@ -28,7 +28,7 @@ and memory; --write-doc replaces the table between the markers in docs/models/hc
 Without HCA_BINARY the hca rows are skipped with one line saying so (hca is not part of
 topictool and is never downloaded or built by this script). The model flags given to hca are
 those of the same models as topictool's defaults (HCA_FLAGS below): document-side discounts 0
-(hca's bare default is 0.5), a symmetric Dirichlet on the words for HDP-LDA.
+(hca 0.63's own default too, given explicitly), a symmetric Dirichlet on the words for HDP-LDA.
 """
 
 import argparse
