@@ -203,6 +203,17 @@ def write_doc(text):
     DOC.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
 
 
+def equal_time_row(corpus, label, ours, theirs, seeds, a):
+    """topictool again for the cycles that fit in hca's mean CPU seconds at topictool's own CPU
+    seconds a cycle in ``ours``, the same share of them averaged: the "hca's CPU time" row."""
+    per_cycle = np.mean([r["cpu_seconds"] for r in ours]) / ours[0]["cycles"]
+    cycles = int(np.mean([r["cpu_seconds"] for r in theirs]) / per_cycle)
+    avg = max(1, round(a.average * cycles / a.cycles))
+    model = MODELS[label]
+    same = [run_topictool(corpus, model, s, a, cycles, avg) for s in seeds]
+    return dict(corpus=Path(corpus).name, label=label, system=f"topictool {model}, hca's CPU time", runs=same)
+
+
 def equal_time_from(a, seeds):
     """topictool's equal-time rows from an earlier --json run (no-equal-time): for every corpus given
     and model, the cycles that fit in that run's mean hca CPU seconds at its topictool's CPU seconds
@@ -215,18 +226,14 @@ def equal_time_from(a, seeds):
     for corpus in a.corpora:
         name = Path(corpus).name
         for label in a.models.split(","):
-            model = MODELS[label]
             ours, theirs = runs.get((name, label, False)), runs.get((name, label, True))
             if not ours or not theirs:
                 sys.exit(f"{name} {label}: no topictool and hca rows in {', '.join(a.equal_time_from)}")
-            per_cycle = np.mean([r["cpu_seconds"] for r in ours]) / ours[0]["cycles"]
-            cycles = int(np.mean([r["cpu_seconds"] for r in theirs]) / per_cycle)
-            avg = max(1, round(a.average * cycles / a.cycles))
-            same = [run_topictool(corpus, model, s, a, cycles, avg) for s in seeds]
-            row = dict(corpus=name, label=label, system=f"topictool {model}, hca's CPU time", runs=same)
-            row["summary"] = summary(same)
+            row = equal_time_row(corpus, label, ours, theirs, seeds, a)
+            row["summary"] = summary(row["runs"])
             results.append(row)
             s = row["summary"]
+            cycles = row["runs"][0]["cycles"]
             print(f"{name:12s} {label:8s} {row['system']:40s} {s['perplexity_mean']:9.1f}  {cycles} cycles", flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps({"args": vars(a), "results": results}, indent=1))
@@ -317,11 +324,7 @@ def main():
                     theirs = [run_hca(binary, corpus, label, s, a, work) for s in seeds]
                 results.append(dict(corpus=name, label=label, system="hca", runs=theirs))
             if binary and not a.no_equal_time:
-                per_cycle = np.mean([r["cpu_seconds"] for r in ours]) / a.cycles
-                cycles = int(np.mean([r["cpu_seconds"] for r in theirs]) / per_cycle)
-                avg = max(1, round(a.average * cycles / a.cycles))
-                same = [run_topictool(corpus, model, s, a, cycles, avg) for s in seeds]
-                results.append(dict(corpus=name, label=label, system=f"topictool {model}, hca's CPU time", runs=same))
+                results.append(equal_time_row(corpus, label, ours, theirs, seeds, a))
             for r in results[-(1 + bool(binary) + bool(binary and not a.no_equal_time)) :]:
                 r["summary"] = summary(r["runs"])
                 s = r["summary"]
