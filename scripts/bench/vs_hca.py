@@ -203,6 +203,14 @@ def write_doc(text):
     DOC.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
 
 
+# the system name's ending that marks topictool's equal-time row (``equal_time_row``)
+EQUAL_TIME = ", hca's CPU time"
+
+
+def is_equal_time(row):
+    return row["system"].endswith(EQUAL_TIME)
+
+
 def equal_time_row(corpus, label, ours, theirs, seeds, a):
     """topictool again for the cycles that fit in hca's mean CPU seconds at topictool's own CPU
     seconds a cycle in ``ours``, the same share of them averaged: the "hca's CPU time" row."""
@@ -211,7 +219,7 @@ def equal_time_row(corpus, label, ours, theirs, seeds, a):
     avg = max(1, round(a.average * cycles / a.cycles))
     model = MODELS[label]
     same = [run_topictool(corpus, model, s, a, cycles, avg) for s in seeds]
-    return dict(corpus=Path(corpus).name, label=label, system=f"topictool {model}, hca's CPU time", runs=same)
+    return dict(corpus=Path(corpus).name, label=label, system=f"topictool {model}{EQUAL_TIME}", runs=same)
 
 
 def equal_time_from(a, seeds):
@@ -221,7 +229,8 @@ def equal_time_from(a, seeds):
     runs = {}
     for path in a.equal_time_from:
         for r in json.loads(Path(path).read_text())["results"]:
-            runs[(r["corpus"], r["label"], r["system"] == "hca")] = r["runs"]
+            if not is_equal_time(r):  # (a merged file has them too; the equal-cycles row is wanted)
+                runs[(r["corpus"], r["label"], r["system"] == "hca")] = r["runs"]
     results = []
     for corpus in a.corpora:
         name = Path(corpus).name
@@ -254,7 +263,7 @@ def merge(a):
     rank = {"hca": 1}  # topictool's equal-cycles row, hca's, topictool's at hca's CPU time
 
     def order(r):
-        system = 2 if r["system"].endswith("hca's CPU time") else rank.get(r["system"], 0)
+        system = 2 if is_equal_time(r) else rank.get(r["system"], 0)
         return corpora.index(r["corpus"]), list(MODELS).index(r["label"]), system
 
     results = sorted(rows.values(), key=order)
